@@ -1,0 +1,58 @@
+// The backend interface: a backend compiles a StableHLO module into an executable for its
+// devices and runs it. `cpu` is always present and is the reference.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cujax/core/host_tensor.h"
+#include "cujax/ir/ir.h"
+
+namespace cujax::runtime {
+
+struct DeviceDescription {
+  std::string platform;  // "cpu", "cuda"
+  int id = 0;
+  std::string kind;          // "cpu", "NVIDIA H200"
+  int64_t memory_bytes = 0;  // 0 when unknown
+  std::string detail;        // one line: cores, compute capability, ...
+};
+
+// Outcome of one `check.*` custom call (the conformance suite's assertions).
+struct CheckResult {
+  std::string name;  // "check.expect_close"
+  bool passed = false;
+  std::string message;  // first differing index and both values when failed
+};
+
+struct ExecuteOptions {
+  // Receives every check.* result. Without it a failing check throws RuntimeError.
+  std::function<void(const CheckResult&)> on_check;
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  virtual std::vector<HostTensor> execute(std::span<const HostTensor> args,
+                                          const ExecuteOptions& options = {}) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view platform() const = 0;
+  virtual std::vector<DeviceDescription> devices() const = 0;
+  // Throws UnsupportedError naming the first op the backend cannot run.
+  virtual std::unique_ptr<Executable> compile(const ir::Module& module,
+                                              std::string_view entry = "main") const = 0;
+};
+
+// The backend for `platform` ("cpu"). Throws Error listing the available ones when unknown.
+const Backend& get_backend(std::string_view platform);
+std::vector<std::string> available_platforms();
+
+}  // namespace cujax::runtime

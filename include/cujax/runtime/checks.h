@@ -1,0 +1,29 @@
+// The conformance suite's comparisons, as the StableHLO reference interpreter defines them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cujax/core/host_tensor.h"
+
+namespace cujax::runtime {
+
+enum class CheckKind {
+  ExpectEq,        // bitwise equal element by element (NaN equals NaN)
+  ExpectClose,     // finite elements at most 3 ULP apart; non-finite bitwise equal or both NaN
+  ExpectAlmostEq,  // |a - b| <= 0.001 element by element
+};
+
+// "check.expect_eq" -> ExpectEq; nullopt for an unknown target.
+std::optional<CheckKind> check_kind_from_name(std::string_view target);
+
+// nullopt when the check holds; otherwise why not ("index [1,2]: got 1.5, expected 1.25", or a
+// type mismatch).
+std::optional<std::string> check_values(CheckKind kind, const HostTensor& actual,
+                                        const HostTensor& expected);
+
+// One element formatted for messages, exactly enough digits to tell values apart.
+std::string format_element(const HostTensor& t, int64_t flat_index);
+
+}  // namespace cujax::runtime

@@ -1,0 +1,115 @@
+// Ops that structure a program rather than compute: constants, calls, loops, branches, the
+// conformance checks, and the single-device case of the collectives.
+#include "backends/cpu/kernels.h"
+#include "cujax/runtime/checks.h"
+
+namespace cujax::cpu {
+
+namespace {
+
+Kernel constant_kernel(const ir::Operation& op, Compiler&) {
+  const ir::Attribute* value = op.attr("value");
+  if (!value || value->kind != ir::Attribute::Kind::DenseElements)
+    unsupported(op, "needs a dense `value` attribute");
+  HostTensor t = value->tensor;
+  return [t](std::span<const HostTensor>, ExecContext&) { return std::vector<HostTensor>{t}; };
+}
+
+Kernel call_kernel(const ir::Operation& op, Compiler& cc) {
+  const ir::Attribute* callee = op.attr("callee");
+  if (!callee || callee->kind != ir::Attribute::Kind::Symbol) unsupported(op, "needs a callee");
+  const ir::Function* fn = cc.module().lookup(callee->text);
+  if (!fn) unsupported(op, "calls undefined function @" + callee->text);
+  auto program = cc.compile_function(*fn);
+  return [program](std::span<const HostTensor> in, ExecContext& ctx) { return program->run(in, ctx); };
+}
+
+Kernel while_kernel(const ir::Operation& op, Compiler& cc) {
+  if (op.regions.size() != 2) unsupported(op, "needs cond and body regions");
+  const auto captures = captured_values(op);
+  auto cond = cc.compile_region(*op.regions[0], captures);
+  auto body = cc.compile_region(*op.regions[1], captures);
+  const size_t n = op.operands.size();
+  return [cond, body, n](std::span<const HostTensor> in, ExecContext& ctx) {
+    std::vector<HostTensor> state(in.begin(), in.begin() + n);
+    const auto caps = in.subspan(n);
+    for (;;) {
+      const std::vector<HostTensor> p = cond->run(state, ctx, caps);
+      if (!*p.at(0).data_as<bool>()) break;
+      state = body->run(state, ctx, caps);
+    }
+    return state;
+  };
+}
+
+// Out-of-range indices pick the last branch, as the spec says.
+Kernel case_kernel(const ir::Operation& op, Compiler& cc) {
+  const auto captures = captured_values(op);
+  std::vector<std::shared_ptr<const Program>> branches;
+  for (const auto& r : op.regions) branches.push_back(cc.compile_region(*r, captures));
+  if (branches.empty()) unsupported(op, "needs at least one branch");
+  const size_t n = op.operands.size();
+  return [branches, n](std::span<const HostTensor> in, ExecContext& ctx) {
+    const int64_t index = *in[0].data_as<int32_t>();
+    const size_t b =
+        (index < 0 || index >= static_cast<int64_t>(branches.size())) ? branches.size() - 1 : index;
+    return branches[b]->run({}, ctx, in.subspan(n));
+  };
+}
+
+Kernel custom_call_kernel(const ir::Operation& op, Compiler&) {
+  const ir::Attribute* target = op.attr("call_target_name");
+  const std::string name = target ? target->text : "";
+  const auto kind = runtime::check_kind_from_name(name);
+  if (!kind) unsupported(op, "custom call target '" + name + "' is not known to the cpu backend");
+  if (op.operands.size() != 2) unsupported(op, name + " takes two operands");
+  const std::string where = op.where();
+  return [kind = *kind, name, where](std::span<const HostTensor> in, ExecContext& ctx) {
+    runtime::CheckResult result{name, true, ""};
+    if (auto why = runtime::check_values(kind, in[0], in[1])) {
+      result.passed = false;
+      result.message = *why;
+    }
+    if (ctx.options && ctx.options->on_check) {
+      ctx.options->on_check(result);
+    } else if (!result.passed) {
+      throw RuntimeError(where + ": " + name + " failed: " + result.message);
+    }
+    return std::vector<HostTensor>{};
+  };
+}
+
+Kernel identity_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.operands.size();
+  return [n](std::span<const HostTensor> in, ExecContext&) {
+    return std::vector<HostTensor>(in.begin(), in.begin() + n);
+  };
+}
+
+// On one device every replica group has one member, so the collectives return their input.
+// Groups with more members need the sharding runtime.
+Kernel single_device_collective(const ir::Operation& op, Compiler& cc) {
+  if (const ir::Attribute* groups = op.attr("replica_groups")) {
+    if (groups->kind == ir::Attribute::Kind::DenseElements && groups->tensor.rank() == 2 &&
+        groups->tensor.shape()[1] > 1)
+      unsupported(op, "replica groups of " + std::to_string(groups->tensor.shape()[1]) +
+                          " devices need a multi-device backend");
+  }
+  return identity_kernel(op, cc);
+}
+
+}  // namespace
+
+void register_control_kernels(KernelRegistry& r) {
+  r.add("stablehlo.constant", constant_kernel);
+  r.add("func.call", call_kernel);
+  r.add("stablehlo.while", while_kernel);
+  r.add("stablehlo.case", case_kernel);
+  r.add("stablehlo.custom_call", custom_call_kernel);
+  r.add("stablehlo.optimization_barrier", identity_kernel);
+  r.add("stablehlo.all_reduce", single_device_collective);
+  r.add("stablehlo.all_gather", single_device_collective);
+  r.add("stablehlo.reduce_scatter", single_device_collective);
+}
+
+}  // namespace cujax::cpu

@@ -1,0 +1,15 @@
+#pragma once
+
+#include "cujax/runtime/backend.h"
+
+namespace cujax::cpu {
+
+class CpuBackend final : public runtime::Backend {
+ public:
+  std::string_view platform() const override { return "cpu"; }
+  std::vector<runtime::DeviceDescription> devices() const override;
+  std::unique_ptr<runtime::Executable> compile(const ir::Module& module,
+                                               std::string_view entry) const override;
+};
+
+}  // namespace cujax::cpu

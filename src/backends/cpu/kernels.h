@@ -1,0 +1,110 @@
+// The CPU backend's kernel interface. Compiling a module turns every block into a Program: a
+// list of steps, each a Kernel chosen (and specialised) once from its op's name and attributes,
+// reading and writing numbered value slots. Ops with regions compile those regions into
+// Programs of their own and call them.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cujax/core/error.h"
+#include "cujax/core/host_tensor.h"
+#include "cujax/ir/ir.h"
+#include "cujax/runtime/backend.h"
+
+namespace cujax::cpu {
+
+struct ExecContext {
+  const runtime::ExecuteOptions* options = nullptr;
+};
+
+// Inputs in operand order; returns one tensor per result. A factory copies what it needs from
+// the op: the module may be gone by the time the kernel runs.
+using Kernel = std::function<std::vector<HostTensor>(std::span<const HostTensor>, ExecContext&)>;
+
+class Program {
+ public:
+  // Runs the block with `args` bound to its arguments and `captures` to the values it uses
+  // from enclosing blocks (in the order the Compiler was given); returns the terminator's
+  // operands.
+  std::vector<HostTensor> run(std::span<const HostTensor> args, ExecContext& ctx,
+                              std::span<const HostTensor> captures = {}) const;
+
+ private:
+  friend class Compiler;
+  struct Step {
+    Kernel kernel;
+    std::string where;  // the op, for messages
+    std::vector<int> inputs;
+    std::vector<int> outputs;
+    std::vector<int> release;  // slots whose last use is this step
+  };
+  std::vector<Step> steps_;
+  std::vector<int> arg_slots_;
+  std::vector<int> capture_slots_;
+  std::vector<int> result_slots_;
+  int num_slots_ = 0;
+};
+
+class Compiler;
+using KernelFactory = std::function<Kernel(const ir::Operation&, Compiler&)>;
+
+class Compiler {
+ public:
+  explicit Compiler(const ir::Module& module) : module_(module) {}
+  const ir::Module& module() const { return module_; }
+  // `captures`: values of enclosing blocks that the block may use, bound at run time.
+  std::shared_ptr<const Program> compile_block(const ir::Block& block,
+                                               std::span<const ir::Value* const> captures = {});
+  std::shared_ptr<const Program> compile_region(const ir::Region& region,
+                                                std::span<const ir::Value* const> captures = {});
+  // Compiled once per function, so repeated calls share the program.
+  std::shared_ptr<const Program> compile_function(const ir::Function& fn);
+
+ private:
+  const ir::Module& module_;
+  std::unordered_map<const ir::Function*, std::shared_ptr<const Program>> functions_;
+};
+
+// Op name -> factory. Each kernel file registers its ops in one function listed in
+// kernel_registry() (kernels.cpp).
+class KernelRegistry {
+ public:
+  void add(std::string op_name, KernelFactory factory);
+  const KernelFactory* find(const std::string& op_name) const;
+  std::vector<std::string> op_names() const;
+
+ private:
+  std::unordered_map<std::string, KernelFactory> factories_;
+};
+const KernelRegistry& kernel_registry();
+
+void register_control_kernels(KernelRegistry& r);      // constant, call, while, case, checks
+void register_elementwise_kernels(KernelRegistry& r);  // unary/binary math, compare, select,
+                                                       // clamp, convert, bitcast, precision
+void register_shape_kernels(KernelRegistry& r);    // reshape, broadcast, transpose, slice, pad,
+                                                   // concatenate, reverse, iota, dynamic slices
+void register_indexing_kernels(KernelRegistry& r);  // gather, scatter
+void register_reduction_kernels(KernelRegistry& r);  // reduce, reduce_window,
+                                                     // select_and_scatter, sort
+void register_linalg_kernels(KernelRegistry& r);  // dot_general, convolution, triangular_solve
+void register_random_kernels(KernelRegistry& r);  // rng_bit_generator
+
+// Values that `op`'s regions use but do not define (a `case` branch reading an outer value),
+// in first-use order. The CPU program passes them to the op's kernel after its operands, so a
+// kernel finds them at inputs[op.operands.size()...] and compiles its regions with them.
+std::vector<const ir::Value*> captured_values(const ir::Operation& op);
+
+// If `region` is `^bb0(%a, %b): %r = <op> %a, %b; return %r` (operands in either order),
+// the op's name ("stablehlo.add"); lets reducers and combiners skip running the region.
+std::optional<std::string> simple_binary_region(const ir::Region& region);
+
+// "stablehlo.foo at 3:5: message" as an UnsupportedError.
+[[noreturn]] void unsupported(const ir::Operation& op, const std::string& message);
+
+}  // namespace cujax::cpu

@@ -1,0 +1,63 @@
+#include "cujax/core/host_tensor.h"
+
+#include <new>
+
+#include "cujax/core/error.h"
+
+namespace cujax {
+
+namespace {
+// 64-byte alignment keeps vector loads and BLAS happy.
+std::shared_ptr<std::byte[]> allocate(size_t nbytes) {
+  const size_t padded = ((nbytes + 63) / 64) * 64;
+  auto* p = static_cast<std::byte*>(::operator new[](padded == 0 ? 64 : padded, std::align_val_t{64}));
+  std::memset(p, 0, padded == 0 ? 64 : padded);
+  return std::shared_ptr<std::byte[]>(
+      p, [](std::byte* q) { ::operator delete[](q, std::align_val_t{64}); });
+}
+}  // namespace
+
+HostTensor::HostTensor(DType dtype, Shape shape)
+    : dtype_(dtype), shape_(std::move(shape)), size_(num_elements(shape_)) {
+  for (int64_t d : shape_)
+    if (d < 0) throw Error("HostTensor: negative dimension in shape " + shape_to_string(shape_));
+  storage_ = allocate(nbytes());
+}
+
+HostTensor HostTensor::from_bytes(DType dtype, Shape shape, std::span<const std::byte> bytes) {
+  HostTensor t(dtype, std::move(shape));
+  if (bytes.size() != t.nbytes())
+    throw Error("HostTensor::from_bytes: " + t.type_string() + " needs " +
+                std::to_string(t.nbytes()) + " bytes, got " + std::to_string(bytes.size()));
+  if (!bytes.empty()) std::memcpy(t.data(), bytes.data(), bytes.size());
+  return t;
+}
+
+HostTensor HostTensor::reshaped(Shape shape) const {
+  if (num_elements(shape) != size_)
+    throw Error("reshape: cannot view " + type_string() + " as shape " + shape_to_string(shape));
+  HostTensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+HostTensor HostTensor::bitcast(DType dtype) const {
+  if (size_of(dtype) != size_of(dtype_))
+    throw Error("bitcast: " + type_string() + " to " + std::string(mlir_name(dtype)) +
+                " changes the element width");
+  HostTensor t = *this;
+  t.dtype_ = dtype;
+  return t;
+}
+
+HostTensor HostTensor::clone() const {
+  HostTensor t(dtype_, shape_);
+  if (nbytes()) std::memcpy(t.data(), data(), nbytes());
+  return t;
+}
+
+std::string HostTensor::type_string() const {
+  return std::string(mlir_name(dtype_)) + shape_to_string(shape_);
+}
+
+}  // namespace cujax

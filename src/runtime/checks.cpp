@@ -1,0 +1,100 @@
+#include "cujax/runtime/checks.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace cujax::runtime {
+
+namespace {
+
+std::string index_string(const Shape& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return shape_to_string(idx);
+}
+
+// Maps float bits onto integers that are ordered like the values, so ULP distance is a
+// difference. +0 and -0 both map to 0.
+int64_t ordered_bits(uint64_t bits, int width) {
+  const uint64_t sign = uint64_t{1} << (width - 1);
+  const int64_t magnitude = static_cast<int64_t>(bits & (sign - 1));
+  return (bits & sign) ? -magnitude : magnitude;
+}
+
+uint64_t raw_bits(const HostTensor& t, int64_t i) {
+  uint64_t v = 0;
+  const size_t w = size_of(t.dtype());
+  std::memcpy(&v, static_cast<const std::byte*>(t.data()) + i * w, w);
+  return v;
+}
+
+double as_double(const HostTensor& t, int64_t i) {
+  return visit_dtype(t.dtype(), [&](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    return static_cast<double>(t.data_as<T>()[i]);
+  });
+}
+
+bool element_holds(CheckKind kind, const HostTensor& a, const HostTensor& b, int64_t i) {
+  const DType dt = a.dtype();
+  if (kind == CheckKind::ExpectEq || !is_float(dt)) {
+    if (is_float(dt)) {
+      const double x = as_double(a, i), y = as_double(b, i);
+      if (std::isnan(x) && std::isnan(y)) return true;
+    }
+    if (kind == CheckKind::ExpectAlmostEq) return std::fabs(as_double(a, i) - as_double(b, i)) <= 1e-3;
+    return raw_bits(a, i) == raw_bits(b, i);
+  }
+  const double x = as_double(a, i), y = as_double(b, i);
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  if (kind == CheckKind::ExpectAlmostEq) return std::fabs(x - y) <= 1e-3;
+  if (!std::isfinite(x) || !std::isfinite(y)) return raw_bits(a, i) == raw_bits(b, i);
+  const int width = bit_width(dt);
+  const int64_t ulps = ordered_bits(raw_bits(a, i), width) - ordered_bits(raw_bits(b, i), width);
+  return ulps <= 3 && ulps >= -3;
+}
+
+}  // namespace
+
+std::optional<CheckKind> check_kind_from_name(std::string_view target) {
+  if (target == "check.expect_eq") return CheckKind::ExpectEq;
+  if (target == "check.expect_close") return CheckKind::ExpectClose;
+  if (target == "check.expect_almost_eq") return CheckKind::ExpectAlmostEq;
+  return std::nullopt;
+}
+
+std::string format_element(const HostTensor& t, int64_t i) {
+  char buf[64];
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = t.data_as<T>()[i];
+    if constexpr (std::is_same_v<T, bool>) {
+      std::snprintf(buf, sizeof buf, "%s", v ? "true" : "false");
+    } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    } else if constexpr (std::is_integral_v<T>) {
+      std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
+    } else {
+      std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(v));
+    }
+  });
+  return buf;
+}
+
+std::optional<std::string> check_values(CheckKind kind, const HostTensor& actual,
+                                        const HostTensor& expected) {
+  if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape())
+    return "type mismatch: got " + actual.type_string() + ", expected " + expected.type_string();
+  for (int64_t i = 0; i < actual.size(); ++i) {
+    if (!element_holds(kind, actual, expected, i))
+      return "index " + index_string(actual.shape(), i) + ": got " + format_element(actual, i) +
+             ", expected " + format_element(expected, i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace cujax::runtime
