@@ -11,6 +11,8 @@ const Backend& get_backend(std::string_view platform) {
   throw Error("unknown platform '" + std::string(platform) + "' (available: " + known + ")");
 }
 
-std::vector<std::string> available_platforms() { return {"cpu"}; }
+std::vector<std::string> available_platforms() {
+  return {"cpu"};
+}
 
 }  // namespace cujax::runtime

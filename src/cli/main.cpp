@@ -1,1 +1,95 @@
-int main() { return 0; }
+// The `cujax` command.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/conformance.h"
+#include "cujax/core/error.h"
+#include "cujax/runtime/backend.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: cujax <command> [options]
+
+commands:
+  devices                      list the devices of every available platform
+  stablehlo-test FILE|DIR...   run StableHLO test programs and their check.* calls
+      --platform NAME          backend to run on (default: cpu)
+      -j N                     files run at once (default: 1)
+      --timeout SECONDS        limit per file (default: 60)
+      --min-pass-rate R        exit 0 when at least this fraction passes (default: 1)
+      -v                       also list the files that pass
+  version                      print the version
+)";
+
+std::string human_bytes(int64_t b) {
+  if (b <= 0) return "unknown";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+int devices_command() {
+  std::printf("%-8s %-3s %-24s %-12s %s\n", "platform", "id", "kind", "memory", "detail");
+  for (const auto& platform : cujax::runtime::available_platforms()) {
+    for (const auto& d : cujax::runtime::get_backend(platform).devices())
+      std::printf("%-8s %-3d %-24s %-12s %s\n", d.platform.c_str(), d.id, d.kind.c_str(),
+                  human_bytes(d.memory_bytes).c_str(), d.detail.c_str());
+  }
+  return 0;
+}
+
+int stablehlo_test_command(const std::vector<std::string>& args) {
+  cujax::cli::ConformanceOptions options;
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw cujax::Error("option " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--platform")
+      options.platform = value();
+    else if (a == "-j")
+      options.jobs = std::stoi(value());
+    else if (a == "--timeout")
+      options.timeout_seconds = std::stoi(value());
+    else if (a == "--min-pass-rate")
+      options.min_pass_rate = std::stod(value());
+    else if (a == "-v")
+      options.verbose = true;
+    else if (!a.empty() && a[0] == '-')
+      throw cujax::Error("unknown option " + a);
+    else
+      inputs.push_back(a);
+  }
+  if (inputs.empty()) throw cujax::Error("stablehlo-test needs at least one FILE or DIR");
+  cujax::runtime::get_backend(options.platform);  // fail early on an unknown platform
+  return cujax::cli::run_conformance(inputs, options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "devices") return devices_command();
+    if (command == "stablehlo-test") return stablehlo_test_command(args);
+    if (command == "version" || command == "--version") {
+      std::printf("cujax %s\n", CUJAX_VERSION);
+      return 0;
+    }
+    std::fprintf(stderr, "cujax: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cujax %s: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}

@@ -19,8 +19,12 @@ constexpr Names kNames[] = {
 };
 }  // namespace
 
-std::string_view mlir_name(DType t) { return kNames[static_cast<int>(t)].mlir; }
-std::string_view numpy_name(DType t) { return kNames[static_cast<int>(t)].numpy; }
+std::string_view mlir_name(DType t) {
+  return kNames[static_cast<int>(t)].mlir;
+}
+std::string_view numpy_name(DType t) {
+  return kNames[static_cast<int>(t)].numpy;
+}
 
 std::optional<DType> dtype_from_mlir_name(std::string_view name) {
   for (const auto& n : kNames)

@@ -10,7 +10,8 @@ namespace {
 // 64-byte alignment keeps vector loads and BLAS happy.
 std::shared_ptr<std::byte[]> allocate(size_t nbytes) {
   const size_t padded = ((nbytes + 63) / 64) * 64;
-  auto* p = static_cast<std::byte*>(::operator new[](padded == 0 ? 64 : padded, std::align_val_t{64}));
+  auto* p =
+      static_cast<std::byte*>(::operator new[](padded == 0 ? 64 : padded, std::align_val_t{64}));
   std::memset(p, 0, padded == 0 ? 64 : padded);
   return std::shared_ptr<std::byte[]>(
       p, [](std::byte* q) { ::operator delete[](q, std::align_val_t{64}); });

@@ -46,7 +46,8 @@ bool element_holds(CheckKind kind, const HostTensor& a, const HostTensor& b, int
       const double x = as_double(a, i), y = as_double(b, i);
       if (std::isnan(x) && std::isnan(y)) return true;
     }
-    if (kind == CheckKind::ExpectAlmostEq) return std::fabs(as_double(a, i) - as_double(b, i)) <= 1e-3;
+    if (kind == CheckKind::ExpectAlmostEq)
+      return std::fabs(as_double(a, i) - as_double(b, i)) <= 1e-3;
     return raw_bits(a, i) == raw_bits(b, i);
   }
   const double x = as_double(a, i), y = as_double(b, i);

@@ -68,7 +68,8 @@ CUJAX_HD constexpr double bits_to_double(uint32_t bits) {
       --e;
     }
     mant &= (1u << M) - 1;
-    return std::bit_cast<double>(sign | (static_cast<uint64_t>(e + 1023) << 52) | (mant << (52 - M)));
+    return std::bit_cast<double>(sign | (static_cast<uint64_t>(e + 1023) << 52) |
+                                 (mant << (52 - M)));
   }
   return std::bit_cast<double>(sign | (static_cast<uint64_t>(int(exp) - bias + 1023) << 52) |
                                (mant << (52 - M)));

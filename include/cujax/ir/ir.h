@@ -185,8 +185,8 @@ struct Operation {
 
 struct Function {
   std::string name;
-  std::string visibility;  // "public", "private" or empty
-  std::vector<std::vector<NamedAttribute>> arg_attrs;     // one list per argument
+  std::string visibility;                              // "public", "private" or empty
+  std::vector<std::vector<NamedAttribute>> arg_attrs;  // one list per argument
   std::vector<Type> result_types;
   std::vector<std::vector<NamedAttribute>> result_attrs;  // one list per result
   std::vector<NamedAttribute> attributes;                 // `attributes {...}` after the signature

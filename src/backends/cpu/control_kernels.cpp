@@ -21,7 +21,8 @@ Kernel call_kernel(const ir::Operation& op, Compiler& cc) {
   const ir::Function* fn = cc.module().lookup(callee->text);
   if (!fn) unsupported(op, "calls undefined function @" + callee->text);
   auto program = cc.compile_function(*fn);
-  return [program](std::span<const HostTensor> in, ExecContext& ctx) { return program->run(in, ctx); };
+  return
+      [program](std::span<const HostTensor> in, ExecContext& ctx) { return program->run(in, ctx); };
 }
 
 Kernel while_kernel(const ir::Operation& op, Compiler& cc) {

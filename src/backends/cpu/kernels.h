@@ -87,13 +87,13 @@ const KernelRegistry& kernel_registry();
 void register_control_kernels(KernelRegistry& r);      // constant, call, while, case, checks
 void register_elementwise_kernels(KernelRegistry& r);  // unary/binary math, compare, select,
                                                        // clamp, convert, bitcast, precision
-void register_shape_kernels(KernelRegistry& r);    // reshape, broadcast, transpose, slice, pad,
-                                                   // concatenate, reverse, iota, dynamic slices
-void register_indexing_kernels(KernelRegistry& r);  // gather, scatter
-void register_reduction_kernels(KernelRegistry& r);  // reduce, reduce_window,
-                                                     // select_and_scatter, sort
-void register_linalg_kernels(KernelRegistry& r);  // dot_general, convolution, triangular_solve
-void register_random_kernels(KernelRegistry& r);  // rng_bit_generator
+void register_shape_kernels(KernelRegistry& r);        // reshape, broadcast, transpose, slice, pad,
+                                                       // concatenate, reverse, iota, dynamic slices
+void register_indexing_kernels(KernelRegistry& r);     // gather, scatter
+void register_reduction_kernels(KernelRegistry& r);    // reduce, reduce_window,
+                                                       // select_and_scatter, sort
+void register_linalg_kernels(KernelRegistry& r);       // dot_general, convolution, triangular_solve
+void register_random_kernels(KernelRegistry& r);       // rng_bit_generator
 
 // Values that `op`'s regions use but do not define (a `case` branch reading an outer value),
 // in first-use order. The CPU program passes them to the op's kernel after its operands, so a

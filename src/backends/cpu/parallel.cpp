@@ -65,7 +65,9 @@ ThreadPool& pool() {
 
 }  // namespace
 
-int num_threads() { return pool().size() + 1; }
+int num_threads() {
+  return pool().size() + 1;
+}
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;

@@ -44,7 +44,8 @@ std::vector<HostTensor> Program::run(std::span<const HostTensor> args, ExecConte
 }
 
 namespace {
-void collect_free_values(const ir::Region& region, std::unordered_map<const ir::Value*, bool>& defined,
+void collect_free_values(const ir::Region& region,
+                         std::unordered_map<const ir::Value*, bool>& defined,
                          std::vector<const ir::Value*>& out,
                          std::unordered_map<const ir::Value*, bool>& seen) {
   for (const auto& block : region.blocks) {
@@ -108,7 +109,8 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
     program->steps_.push_back(std::move(step));
   }
   if (has_terminator)
-    for (const ir::Value* v : terminator->operands) program->result_slots_.push_back(slot(*terminator, v));
+    for (const ir::Value* v : terminator->operands)
+      program->result_slots_.push_back(slot(*terminator, v));
   std::unordered_map<int, bool> is_result;
   for (int s : program->result_slots_) is_result[s] = true;
   for (auto [s, i] : last_use)
@@ -116,8 +118,8 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
   return program;
 }
 
-std::shared_ptr<const Program> Compiler::compile_region(const ir::Region& region,
-                                                        std::span<const ir::Value* const> captures) {
+std::shared_ptr<const Program> Compiler::compile_region(
+    const ir::Region& region, std::span<const ir::Value* const> captures) {
   if (region.blocks.size() != 1)
     throw UnsupportedError("regions with " + std::to_string(region.blocks.size()) +
                            " blocks are not supported");
@@ -175,9 +177,9 @@ std::optional<std::string> simple_binary_region(const ir::Region& region) {
   const ir::Value* y = b.arguments[1].get();
   const bool straight = op.operands[0] == x && op.operands[1] == y;
   const bool swapped = op.operands[0] == y && op.operands[1] == x;
-  static const char* kCommutative[] = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
-                                       "stablehlo.minimum", "stablehlo.and", "stablehlo.or",
-                                       "stablehlo.xor"};
+  static const char* kCommutative[] = {
+      "stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
+      "stablehlo.and", "stablehlo.or",       "stablehlo.xor"};
   if (straight) return op.name;
   if (swapped)
     for (const char* c : kCommutative)
