@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of cujax from Debian packages. Idempotent: packages
+# that are already installed are skipped, and apt-get runs only when something is missing.
+# Run as root or with sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev
+  clang libclang-rt-dev clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi
+
+# The CUDA backend builds when a toolkit is found at /usr/local/cuda; it is optional.
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: CUDA toolkit found at /usr/local/cuda"
+else
+  echo "setup: no CUDA toolkit at /usr/local/cuda; building the CPU backend only"
+fi
