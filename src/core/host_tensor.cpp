@@ -25,6 +25,11 @@ HostTensor::HostTensor(DType dtype, Shape shape)
   storage_ = allocate(nbytes());
 }
 
+void HostTensor::throw_size_mismatch(size_t given, const HostTensor& t) {
+  throw Error("HostTensor: " + std::to_string(given) + " values given for " + t.type_string() +
+              ", which has " + std::to_string(t.size()) + " elements");
+}
+
 HostTensor HostTensor::from_bytes(DType dtype, Shape shape, std::span<const std::byte> bytes) {
   HostTensor t(dtype, std::move(shape));
   if (bytes.size() != t.nbytes())

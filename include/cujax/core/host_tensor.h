@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cujax/core/dtype.h"
@@ -23,7 +24,13 @@ class HostTensor {
   template <class T>
   static HostTensor from_vector(const std::vector<T>& values, Shape shape) {
     HostTensor t(dtype_of<T>(), std::move(shape));
-    std::memcpy(t.data(), values.data(), t.nbytes());
+    if (static_cast<int64_t>(values.size()) != t.size())
+      throw_size_mismatch(values.size(), t);
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed
+      for (size_t i = 0; i < values.size(); ++i) t.data_as<bool>()[i] = values[i];
+    } else {
+      std::memcpy(t.data(), values.data(), t.nbytes());
+    }
     return t;
   }
   // Reads `nbytes()` bytes for the given type from `bytes` (little-endian, row-major).
@@ -62,6 +69,7 @@ class HostTensor {
   std::string type_string() const;
 
  private:
+  [[noreturn]] static void throw_size_mismatch(size_t given, const HostTensor& t);
   DType dtype_ = DType::F32;
   Shape shape_;
   int64_t size_ = 0;

@@ -1,0 +1,121 @@
+// cujax::Array: the one array type. Concrete arrays hold a buffer on a device that becomes
+// ready asynchronously; tracers stand for a value inside a trace (jit, grad) and know only
+// their shape and dtype. User code is written once and runs either way.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cujax/core/dtype.h"
+#include "cujax/core/error.h"
+#include "cujax/core/host_tensor.h"
+#include "cujax/core/shape.h"
+
+namespace cujax {
+
+namespace ir {
+struct Value;
+}
+namespace runtime {
+class Buffer;
+}
+namespace trace {
+class TraceContext;
+}
+
+// Asking a tracer for a concrete value (bool, item, host copy).
+class ConcretizationError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Shape, dtype and weak type: the abstract value JAX calls ShapedArray (ShapeDtypeStruct).
+struct ShapeDtype {
+  Shape shape;
+  DType dtype = DType::F32;
+  bool weak_type = false;
+
+  bool operator==(const ShapeDtype& o) const {
+    return shape == o.shape && dtype == o.dtype && weak_type == o.weak_type;
+  }
+  // "f32[32,128]", with "{weak}" for weakly typed values
+  std::string str() const;
+};
+
+class Sharding;
+
+struct ArrayImpl;
+
+class Array {
+ public:
+  Array() = default;
+  explicit Array(std::shared_ptr<ArrayImpl> impl) : impl_(std::move(impl)) {}
+
+  bool valid() const { return impl_ != nullptr; }
+  const ShapeDtype& aval() const;
+  const Shape& shape() const { return aval().shape; }
+  DType dtype() const { return aval().dtype; }
+  bool weak_type() const { return aval().weak_type; }
+  int64_t ndim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t size() const { return num_elements(shape()); }
+  bool is_tracer() const;
+
+  // Waits until the value is computed; rethrows (naming the op) an error raised computing it.
+  const Array& block_until_ready() const;
+  bool is_ready() const;
+
+  // Host copies wait for the value; on a tracer they throw ConcretizationError.
+  HostTensor to_host() const;
+  template <class T>
+  std::vector<T> to_vector() const {
+    check_host_type(dtype_of<T>(), "to_vector");
+    return to_host().to_vector<T>();
+  }
+  template <class T>
+  T item() const {
+    check_host_type(dtype_of<T>(), "item");
+    if (size() != 1)
+      throw Error("item(): array of shape " + shape_to_string(shape()) + " has " +
+                  std::to_string(size()) + " elements, not 1");
+    return to_host().data_as<T>()[0];
+  }
+  // Truth of a one-element array; throws ConcretizationError on a tracer (use where/cond).
+  explicit operator bool() const;
+
+  // Devices and placement: "cpu:0".
+  std::vector<std::string> devices() const;
+  std::string sharding() const;
+
+  // Internals used by tracing and dispatch.
+  const std::shared_ptr<ArrayImpl>& impl() const { return impl_; }
+  ir::Value* tracer_value() const;
+  trace::TraceContext* trace_context() const;
+  std::shared_ptr<runtime::Buffer> buffer() const;
+
+ private:
+  void check_host_type(DType requested, const char* what) const;
+  std::shared_ptr<ArrayImpl> impl_;
+};
+
+// Concrete arrays from host data.
+Array array(const HostTensor& value, bool weak_type = false);
+template <class T>
+Array array(const std::vector<T>& values, Shape shape) {
+  return array(HostTensor::from_vector(values, std::move(shape)));
+}
+template <class T>
+Array array(const std::vector<T>& values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  return array(HostTensor::from_vector(values, Shape{n}));
+}
+// A weakly typed scalar, as a Python scalar is in JAX: 2.0 is f32{weak}, 3 is i32{weak}.
+Array scalar(double value);
+Array scalar(int value);
+Array scalar(int64_t value);
+Array scalar(bool value);
+// A strongly typed scalar of `dtype`.
+Array scalar(double value, DType dtype);
+
+}  // namespace cujax

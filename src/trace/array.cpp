@@ -1,0 +1,133 @@
+#include "cujax/array.h"
+
+#include "cujax/ir/ir.h"
+#include "cujax/runtime/buffer.h"
+#include "cujax/trace/trace.h"
+#include "cujax/transfer_guard.h"
+
+namespace cujax {
+
+std::string ShapeDtype::str() const {
+  return std::string(mlir_name(dtype)) + shape_to_string(shape) + (weak_type ? "{weak}" : "");
+}
+
+namespace {
+const ShapeDtype& invalid_aval() {
+  throw Error("use of an uninitialized Array");
+}
+
+std::string tracer_origin(const ArrayImpl& impl) {
+  if (impl.value && impl.value->defining_op)
+    return "the result of " + impl.value->defining_op->name;
+  return "an argument of the traced function";
+}
+}  // namespace
+
+const ShapeDtype& Array::aval() const {
+  return impl_ ? impl_->aval : invalid_aval();
+}
+bool Array::is_tracer() const {
+  return impl_ && impl_->trace != nullptr;
+}
+ir::Value* Array::tracer_value() const {
+  return impl_ ? impl_->value : nullptr;
+}
+trace::TraceContext* Array::trace_context() const {
+  return impl_ ? impl_->trace : nullptr;
+}
+
+std::shared_ptr<runtime::Buffer> Array::buffer() const {
+  if (!impl_) throw Error("use of an uninitialized Array");
+  if (is_tracer())
+    throw ConcretizationError("a traced array (" + aval().str() + ", " + tracer_origin(*impl_) +
+                              ") has no concrete value");
+  return impl_->buffer;
+}
+
+const Array& Array::block_until_ready() const {
+  if (!is_tracer()) buffer()->wait();
+  return *this;
+}
+
+bool Array::is_ready() const {
+  return !is_tracer() && buffer()->is_ready();
+}
+
+HostTensor Array::to_host() const {
+  if (is_tracer())
+    throw ConcretizationError(
+        "Abstract tracer value encountered where a concrete value is expected: " + aval().str() +
+        ", " + tracer_origin(*impl_) +
+        ". Inside jit, arrays are traced with their shape and dtype only; a host copy needs "
+        "the value. Return the array from the jitted function, or make the argument static.");
+  detail::note_implicit_transfer(aval().str());
+  return buffer()->wait();
+}
+
+void Array::check_host_type(DType requested, const char* what) const {
+  if (requested != dtype())
+    throw Error(std::string(what) + "<" + std::string(mlir_name(requested)) +
+                ">() on an array of dtype " + std::string(mlir_name(dtype())) +
+                "; use astype() first");
+}
+
+Array::operator bool() const {
+  if (is_tracer())
+    throw ConcretizationError(
+        "Attempted boolean conversion of traced array with shape " + aval().str() + " (" +
+        tracer_origin(*impl_) +
+        "). The condition depends on a traced value, so it is unknown while jit traces. Use "
+        "numpy::where(cond, x, y) for an element-wise choice, lax::cond for a branch, "
+        "lax::while_loop for a loop, or pass the value as a static argument.");
+  if (size() != 1)
+    throw Error("the truth value of an array with " + std::to_string(size()) +
+                " elements is ambiguous; reduce it with any() or all()");
+  HostTensor h = to_host();
+  bool truth = false;
+  visit_dtype(h.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    truth = static_cast<double>(h.data_as<T>()[0]) != 0.0;
+  });
+  return truth;
+}
+
+std::vector<std::string> Array::devices() const {
+  if (is_tracer()) throw ConcretizationError("a traced array has no devices");
+  return {impl_->device};
+}
+
+std::string Array::sharding() const {
+  if (is_tracer()) throw ConcretizationError("a traced array has no sharding");
+  return "SingleDeviceSharding(" + impl_->device + ")";
+}
+
+Array array(const HostTensor& value, bool weak_type) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = ShapeDtype{value.shape(), value.dtype(), weak_type};
+  impl->buffer = std::make_shared<runtime::Buffer>(value);
+  return Array(impl);
+}
+
+Array scalar(double value) {
+  return array(HostTensor::from_vector<float>({static_cast<float>(value)}, {}), true);
+}
+Array scalar(int value) {
+  return array(HostTensor::from_vector<int32_t>({value}, {}), true);
+}
+Array scalar(int64_t value) {
+  return array(HostTensor::from_vector<int32_t>({static_cast<int32_t>(value)}, {}), true);
+}
+Array scalar(bool value) {
+  return array(HostTensor::from_vector<bool>({value}, {}), true);
+}
+
+Array scalar(double value, DType dtype) {
+  HostTensor t(dtype, {});
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    t.data_as<T>()[0] = static_cast<T>(value);
+  });
+  return array(t);
+}
+
+}  // namespace cujax
