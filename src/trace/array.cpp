@@ -41,6 +41,12 @@ std::shared_ptr<runtime::Buffer> Array::buffer() const {
   if (is_tracer())
     throw ConcretizationError("a traced array (" + aval().str() + ", " + tracer_origin(*impl_) +
                               ") has no concrete value");
+  if (impl_->donated)
+    throw Error("Array " + aval().str() +
+                " has been deleted: it was donated to a jitted call (donate_argnums)");
+  if (!impl_->buffer)
+    throw Error("an abstract " + aval().str() +
+                " (a ShapeDtype argument of lower()) has no value; pass a concrete Array");
   return impl_->buffer;
 }
 

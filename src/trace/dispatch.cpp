@@ -49,33 +49,45 @@ std::vector<Array> run_eagerly(const OpSpec& spec, const std::vector<Array>& ope
     for (const auto& a : operands) args.push_back(tc.add_argument(a.aval()));
     module = tc.finish(record(tc, spec, args));
   }
-  auto exe = eager_executable(*module);
-  std::vector<std::shared_ptr<runtime::Buffer>> inputs;
-  for (const auto& a : operands) inputs.push_back(a.buffer());
-  std::vector<Array> results;
-  std::vector<std::shared_ptr<runtime::Buffer>> outputs;
-  for (const auto& t : spec.result_types) {
-    auto impl = std::make_shared<ArrayImpl>();
-    impl->aval = ShapeDtype{t.shape, t.dtype, false};
-    impl->buffer = std::make_shared<runtime::Buffer>();
-    outputs.push_back(impl->buffer);
-    results.push_back(Array(impl));
-  }
-  const std::string what = spec.name;
-  runtime::device_queue("cpu", 0).enqueue([exe, inputs, outputs, what] {
-    try {
-      std::vector<HostTensor> args;
-      for (const auto& b : inputs) args.push_back(b->wait());
-      std::vector<HostTensor> values = exe->execute(args);
-      for (size_t i = 0; i < outputs.size(); ++i) outputs[i]->set_value(std::move(values.at(i)));
-    } catch (...) {
-      for (const auto& o : outputs) o->set_error(std::current_exception(), what);
-    }
-  });
-  return results;
+  std::vector<ShapeDtype> out_avals;
+  for (const auto& t : spec.result_types) out_avals.push_back(ShapeDtype{t.shape, t.dtype, false});
+  return dispatch(eager_executable(*module), operands, out_avals, spec.name);
 }
 
 }  // namespace
+
+std::vector<Array> dispatch(std::shared_ptr<runtime::Executable> exe,
+                            const std::vector<Array>& inputs,
+                            const std::vector<ShapeDtype>& out_avals, const std::string& what) {
+  std::vector<std::shared_ptr<runtime::Buffer>> in_buffers;
+  in_buffers.reserve(inputs.size());
+  for (const auto& a : inputs) in_buffers.push_back(a.buffer());
+  std::vector<Array> results;
+  std::vector<std::shared_ptr<runtime::Buffer>> outputs;
+  results.reserve(out_avals.size());
+  outputs.reserve(out_avals.size());
+  for (const auto& aval : out_avals) {
+    auto impl = std::make_shared<ArrayImpl>();
+    impl->aval = aval;
+    impl->buffer = std::make_shared<runtime::Buffer>();
+    outputs.push_back(impl->buffer);
+    results.push_back(Array(std::move(impl)));
+  }
+  runtime::device_queue("cpu", 0).enqueue(
+      [exe = std::move(exe), in_buffers = std::move(in_buffers), outputs, what] {
+        try {
+          std::vector<HostTensor> args;
+          args.reserve(in_buffers.size());
+          for (const auto& b : in_buffers) args.push_back(b->wait());
+          std::vector<HostTensor> values = exe->execute(args);
+          for (size_t i = 0; i < outputs.size(); ++i)
+            outputs[i]->set_value(std::move(values.at(i)));
+        } catch (...) {
+          for (const auto& o : outputs) o->set_error(std::current_exception(), what);
+        }
+      });
+  return results;
+}
 
 std::vector<Array> bind(const OpSpec& spec, const std::vector<Array>& operands) {
   if (TraceContext* tc = current_trace()) return record(*tc, spec, operands);

@@ -17,7 +17,8 @@ namespace cujax {
 
 namespace runtime {
 class Buffer;
-}
+class Executable;
+}  // namespace runtime
 
 struct ArrayImpl {
   ShapeDtype aval;
@@ -27,6 +28,7 @@ struct ArrayImpl {
   // Tracers:
   trace::TraceContext* trace = nullptr;
   ir::Value* value = nullptr;
+  bool donated = false;  // consumed by a jitted call with donate_argnums
 };
 
 namespace trace {
@@ -90,6 +92,13 @@ struct OpSpec {
 // the array API sets weak types where JAX's promotion rules keep them.
 std::vector<Array> bind(const OpSpec& spec, const std::vector<Array>& operands);
 Array bind1(const OpSpec& spec, const std::vector<Array>& operands);
+
+// Runs `exe` on the device queue with the inputs' buffers once they are ready; returns arrays of
+// `out_avals` at once. An error while running surfaces, prefixed with `what`, when a result is
+// waited on.
+std::vector<Array> dispatch(std::shared_ptr<runtime::Executable> exe,
+                            const std::vector<Array>& inputs,
+                            const std::vector<ShapeDtype>& out_avals, const std::string& what);
 
 // An Array with the same value and a different weak-type flag.
 Array with_weak_type(const Array& a, bool weak);

@@ -1,0 +1,16 @@
+// Static cost and memory estimates of a traced module, under the names XLA's
+// Compiled.cost_analysis() and memory_analysis() use.
+#pragma once
+
+#include "cujax/ir/ir.h"
+#include "cujax/jit.h"
+
+namespace cujax::trace {
+
+// Counts each op once (a loop body once per loop, not per trip), following called functions.
+CostAnalysis cost_analysis(const ir::Module& module);
+// Sizes of @main's arguments and results; temporaries and the peak from the liveness of the
+// values in @main's body, in program order.
+MemoryAnalysis memory_analysis(const ir::Module& module);
+
+}  // namespace cujax::trace

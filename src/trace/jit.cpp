@@ -1,0 +1,209 @@
+#include "cujax/jit.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+#include "cujax/ir/parser.h"
+#include "cujax/ir/printer.h"
+#include "cujax/ir/verifier.h"
+#include "cujax/runtime/backend.h"
+#include "cujax/runtime/buffer.h"
+#include "trace/analysis.h"
+
+namespace cujax {
+
+namespace {
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0" && std::string(v) != "false";
+}
+std::atomic<bool> log_compiles_flag{env_flag("CUJAX_LOG_COMPILES")};
+std::atomic<bool> explain_misses_flag{env_flag("CUJAX_EXPLAIN_CACHE_MISSES")};
+std::atomic<int64_t> compiles{0};
+
+std::string avals_list(const std::vector<ShapeDtype>& avals) {
+  std::string s = "[";
+  for (size_t i = 0; i < avals.size(); ++i) s += (i ? ", " : "") + avals[i].str();
+  return s + "]";
+}
+}  // namespace
+
+void set_log_compiles(bool on) {
+  log_compiles_flag = on;
+}
+bool log_compiles() {
+  return log_compiles_flag;
+}
+void set_explain_cache_misses(bool on) {
+  explain_misses_flag = on;
+}
+bool explain_cache_misses() {
+  return explain_misses_flag;
+}
+int64_t global_compile_count() {
+  return compiles;
+}
+
+namespace trace {
+
+JitCore::JitCore(JitOptions options) : options_(std::move(options)) {}
+
+Signature JitCore::signature(const std::string& structure, const std::vector<Array>& leaves,
+                             const std::vector<std::string>& paths,
+                             const std::vector<int>& arg_of_leaf) const {
+  Signature sig;
+  sig.structure = structure;
+  sig.arg_of_leaf = arg_of_leaf;
+  sig.key = structure;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    bool is_static = false;
+    for (int a : options_.static_argnums) is_static = is_static || a == arg_of_leaf[i];
+    sig.leaves.push_back({paths[i], leaves[i].aval()});
+    sig.static_leaf.push_back(is_static);
+    sig.key += "|" + leaves[i].aval().str();
+    if (is_static) {
+      const HostTensor& h = leaves[i].buffer()->wait();
+      sig.key += "=" + std::to_string(std::hash<std::string_view>{}(
+                           std::string_view(static_cast<const char*>(h.data()), h.nbytes())));
+    }
+  }
+  return sig;
+}
+
+std::vector<bool> JitCore::donated_leaves(const Signature& sig) const {
+  std::vector<bool> donated;
+  for (size_t i = 0; i < sig.leaves.size(); ++i) {
+    if (sig.static_leaf[i]) continue;
+    bool d = false;
+    for (int a : options_.donate_argnums) d = d || a == sig.arg_of_leaf[i];
+    donated.push_back(d);
+  }
+  return donated;
+}
+
+const JitCore::Entry* JitCore::find(const std::string& key) const {
+  auto it = cache_.find(key);
+  return it == cache_.end() ? nullptr : &it->second;
+}
+
+std::string JitCore::explain_miss(const Signature& sig) const {
+  if (seen_.empty()) return "never seen function " + options_.name;
+  const Signature* closest = nullptr;
+  size_t fewest = SIZE_MAX;
+  for (const auto& prev : seen_) {
+    if (prev.structure != sig.structure || prev.leaves.size() != sig.leaves.size()) continue;
+    size_t diffs = 0;
+    for (size_t i = 0; i < sig.leaves.size(); ++i)
+      diffs += !(prev.leaves[i].aval == sig.leaves[i].aval);
+    if (diffs < fewest) {
+      fewest = diffs;
+      closest = &prev;
+    }
+  }
+  if (!closest)
+    return "different argument structure: now " + sig.structure + " and before " +
+           seen_.back().structure;
+  std::string why;
+  for (size_t i = 0; i < sig.leaves.size(); ++i) {
+    if (closest->leaves[i].aval == sig.leaves[i].aval) continue;
+    why += (why.empty() ? "" : "; ") + std::string("argument ") + sig.leaves[i].path + ": " +
+           closest->leaves[i].aval.str() + " -> " + sig.leaves[i].aval.str();
+  }
+  return why.empty() ? "different static argument values" : why;
+}
+
+const JitCore::Entry& JitCore::add(const Signature& sig, std::unique_ptr<ir::Module> module,
+                                   std::any out_structure, double trace_seconds) {
+  if (explain_cache_misses() || log_compiles())
+    std::fprintf(stderr, "cujax: TRACING CACHE MISS for %s: %s\n", options_.name.c_str(),
+                 explain_miss(sig).c_str());
+  if (log_compiles())
+    std::fprintf(stderr, "cujax: Finished tracing %s in %.6f sec\n", options_.name.c_str(),
+                 trace_seconds);
+  auto program = compile_module(std::move(module), options_.platform, donated_leaves(sig));
+  program->trace_seconds = trace_seconds;
+  if (log_compiles())
+    std::fprintf(stderr,
+                 "cujax: Compiling %s with global shapes and types %s\n"
+                 "cujax: Finished compilation of %s in %.6f sec\n",
+                 options_.name.c_str(), avals_list(program->in_avals).c_str(),
+                 options_.name.c_str(), program->compile_seconds);
+  ++compile_count_;
+  seen_.push_back(sig);
+  Entry& e = cache_[sig.key];
+  e.program = std::move(program);
+  e.out_structure = std::move(out_structure);
+  return e;
+}
+
+std::string print(const ir::Module& module) {
+  return ir::print_module(module);
+}
+
+std::unique_ptr<ir::Module> reparse(const std::string& text) {
+  return ir::parse_module(text);
+}
+
+Array placeholder(const ShapeDtype& aval) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = aval;
+  return Array(impl);
+}
+
+void mark_donated(ir::Module& module, const std::vector<bool>& donated) {
+  ir::Function* main = module.lookup("main");
+  for (size_t i = 0; i < donated.size() && i < main->arg_attrs.size(); ++i)
+    if (donated[i])
+      main->arg_attrs[i].push_back({"jax.buffer_donor", ir::Attribute::boolean_attr(true)});
+}
+
+std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> module,
+                                                const std::string& platform,
+                                                const std::vector<bool>& donated) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ir::verify(*module);
+  auto program = std::make_shared<CompiledProgram>();
+  const ir::Function* main = module->lookup("main");
+  if (!main) throw Error("compile: module has no @main");
+  for (const auto& t : main->arg_types()) program->in_avals.push_back({t.shape, t.dtype, false});
+  for (const auto& t : main->result_types) program->out_avals.push_back({t.shape, t.dtype, false});
+  program->donated = donated;
+  program->donated.resize(program->in_avals.size(), false);
+  program->platform = platform;
+  program->text = ir::print_module(*module);
+  program->cost = cost_analysis(*module);
+  program->memory = memory_analysis(*module);
+  program->executable = runtime::get_backend(platform).compile(*module, "main");
+  program->compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++compiles;
+  return program;
+}
+
+void check_compiled_inputs(const CompiledProgram& program, const std::vector<Array>& leaves,
+                           const std::vector<std::string>& paths) {
+  if (leaves.size() != program.in_avals.size())
+    throw Error("compiled function takes " + std::to_string(program.in_avals.size()) +
+                " array arguments, got " + std::to_string(leaves.size()));
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const ShapeDtype& want = program.in_avals[i];
+    const ShapeDtype& got = leaves[i].aval();
+    if (got.shape != want.shape || got.dtype != want.dtype)
+      throw Error("compiled function called with " + got.str() + " for argument " + paths[i] +
+                  ", but it was compiled for " + want.str() +
+                  "; a Compiled function never recompiles: lower and compile again for new "
+                  "shapes, or use jit");
+  }
+}
+
+std::vector<Array> execute(const CompiledProgram& program, const std::vector<Array>& inputs) {
+  std::vector<Array> outs = dispatch(program.executable, inputs, program.out_avals, "jit");
+  for (size_t i = 0; i < inputs.size() && i < program.donated.size(); ++i)
+    if (program.donated[i]) inputs[i].impl()->donated = true;
+  return outs;
+}
+
+}  // namespace trace
+}  // namespace cujax
