@@ -56,40 +56,69 @@ Array tan(const Array& x);
 Array sqrt(const Array& x);
 Array rsqrt(const Array& x);
 Array cbrt(const Array& x);
-Array erf(const Array& x);  // a rational approximation in element-wise ops, as XLA expands it
-Array is_finite(const Array& x);
+Array erf(const Array& x);      // a rational approximation in element-wise ops, as XLA expands it
+Array erfc(const Array& x);     // 1 - erf(x), accurate in the tails
+Array erf_inv(const Array& x);  // inverse of erf on (-1, 1)
+Array square(const Array& x);
+Array reciprocal(const Array& x);
+Array integer_pow(const Array& x, int y);  // repeated squaring; y < 0 gives 1 / x^-y
+Array exp2(const Array& x);
+Array asin(const Array& x);
+Array acos(const Array& x);
+Array atan(const Array& x);
+Array sinh(const Array& x);
+Array cosh(const Array& x);
+Array asinh(const Array& x);
+Array acosh(const Array& x);
+Array atanh(const Array& x);
+Array is_finite(const Array& x);  // float -> bool
 Array bitwise_not(const Array& x);
 Array population_count(const Array& x);
 Array clz(const Array& x);
 
+// `pred` is bool, of the operands' shape or a scalar.
 Array select(const Array& pred, const Array& on_true, const Array& on_false);
+// `min` and `max` have x's shape or are scalars.
 Array clamp(const Array& min, const Array& x, const Array& max);
 
+// The identity, marking that gradients do not flow through x.
+Array stop_gradient(const Array& x);
+
+// To bool: x != 0. The identity when x already has `dtype`.
 Array convert_element_type(const Array& x, DType dtype);
+// Same bit width: same shape. Narrower: a trailing dimension of the width ratio is added.
+// Wider: the trailing dimension (the ratio) is consumed.
 Array bitcast_convert_type(const Array& x, DType dtype);
 Array reduce_precision(const Array& x, int exponent_bits, int mantissa_bits);
 
-// Shapes.
+// Shapes. Axis arguments may be negative (counted from the end) where JAX allows it.
 Array broadcast_in_dim(const Array& x, const Shape& shape,
                        const std::vector<int64_t>& broadcast_dimensions);
 Array broadcast(const Array& x, const Shape& sizes);  // prepends `sizes`
 Array reshape(const Array& x, const Shape& new_sizes);
 Array transpose(const Array& x, const std::vector<int64_t>& permutation);
 Array rev(const Array& x, const std::vector<int64_t>& dimensions);
-Array squeeze(const Array& x, const std::vector<int64_t>& dimensions);
-Array expand_dims(const Array& x, const std::vector<int64_t>& dimensions);
+Array squeeze(const Array& x, const std::vector<int64_t>& dimensions);      // a reshape
+Array expand_dims(const Array& x, const std::vector<int64_t>& dimensions);  // a broadcast_in_dim
 Array slice(const Array& x, const std::vector<int64_t>& start_indices,
             const std::vector<int64_t>& limit_indices, const std::vector<int64_t>& strides = {});
 Array slice_in_dim(const Array& x, int64_t start, int64_t limit, int64_t stride, int64_t axis);
-// Start indices are scalar integer arrays; out-of-range starts are clamped, as in XLA.
+// Start indices are scalar integer arrays, one per dimension. As in jax.lax, a negative start
+// counts from the end of its dimension; then out-of-range starts are clamped so that the slice
+// fits, as in XLA.
 Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices,
                     const std::vector<int64_t>& slice_sizes);
 Array dynamic_update_slice(const Array& x, const Array& update,
                            const std::vector<Array>& start_indices);
+Array dynamic_slice_in_dim(const Array& x, const Array& start_index, int64_t slice_size,
+                           int64_t axis = 0);
+Array dynamic_update_slice_in_dim(const Array& x, const Array& update, const Array& start_index,
+                                  int64_t axis);
 Array concatenate(const std::vector<Array>& operands, int64_t dimension);
 struct PadConfig {
   int64_t low = 0, high = 0, interior = 0;
 };
+// Negative low/high padding removes elements.
 Array pad(const Array& x, const Array& padding_value, const std::vector<PadConfig>& config);
 Array iota(DType dtype, int64_t size);
 Array broadcasted_iota(DType dtype, const Shape& shape, int64_t dimension);
@@ -101,7 +130,31 @@ struct DotDimensionNumbers {
 };
 Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,
                   std::optional<DType> preferred_element_type = std::nullopt);
-Array dot(const Array& lhs, const Array& rhs);  // vector/matrix product on the last/first dims
+// Vector/matrix product (ranks 1 or 2) contracting lhs's last and rhs's first dimension.
+Array dot(const Array& lhs, const Array& rhs,
+          std::optional<DType> preferred_element_type = std::nullopt);
+
+// Convolution, as jax.lax.conv_general_dilated. Layouts are spelled as in JAX: lhs and out
+// with N (batch), C (feature) and spatial letters, rhs with O (output feature), I (input
+// feature) and the same spatial letters, e.g. {"NHWC", "HWIO", "NHWC"}. Empty specs mean
+// NC<spatial>, OI<spatial>, NC<spatial> (JAX's default).
+struct ConvDimensionNumbers {
+  std::string lhs_spec, rhs_spec, out_spec;
+};
+// (low, high) per spatial dimension; empty means no padding.
+using Padding = std::vector<std::pair<int64_t, int64_t>>;
+// "SAME" or "VALID" padding for the given input spatial sizes, window sizes and strides (as
+// jax.lax.padtype_to_pads).
+Padding padtype_to_pads(const std::vector<int64_t>& in_shape,
+                        const std::vector<int64_t>& window_shape,
+                        const std::vector<int64_t>& window_strides, const std::string& padding);
+Array conv_general_dilated(const Array& lhs, const Array& rhs,
+                           const std::vector<int64_t>& window_strides, const Padding& padding,
+                           const std::vector<int64_t>& lhs_dilation = {},
+                           const std::vector<int64_t>& rhs_dilation = {},
+                           const ConvDimensionNumbers& dimension_numbers = {},
+                           int64_t feature_group_count = 1, int64_t batch_group_count = 1,
+                           std::optional<DType> preferred_element_type = std::nullopt);
 
 // Reductions. `computation` maps (accumulators..., values...) to new accumulators and is
 // traced once into the op's region.
@@ -119,12 +172,16 @@ Array argmax(const Array& x, int64_t axis, DType index_dtype = DType::I32);
 Array argmin(const Array& x, int64_t axis, DType index_dtype = DType::I32);
 struct WindowConfig {
   std::vector<int64_t> window_dimensions;
-  std::vector<int64_t> window_strides;  // default 1
-  std::vector<std::pair<int64_t, int64_t>> padding;  // default none
+  std::vector<int64_t> window_strides;               // default 1
+  std::vector<std::pair<int64_t, int64_t>> padding;  // (low, high) per dimension; default none
+  std::vector<int64_t> base_dilation;                // default 1
+  std::vector<int64_t> window_dilation;              // default 1
 };
 std::vector<Array> reduce_window(const std::vector<Array>& operands,
                                  const std::vector<Array>& init_values,
                                  const Computation& computation, const WindowConfig& window);
+// Cumulative reductions along `axis`, as reduce_window over a window of the whole axis (the
+// lowering jax.lax uses on CPU).
 Array cumsum(const Array& x, int64_t axis, bool reverse = false);
 Array cumprod(const Array& x, int64_t axis, bool reverse = false);
 Array cummax(const Array& x, int64_t axis, bool reverse = false);
@@ -134,8 +191,15 @@ Array cummin(const Array& x, int64_t axis, bool reverse = false);
 // (floats in total order with NaN last, as jax.lax.sort).
 std::vector<Array> sort(const std::vector<Array>& operands, int64_t dimension = -1,
                         bool is_stable = true, int num_keys = 1);
+Array sort(const Array& operand, int64_t dimension = -1, bool is_stable = true);
+// Sorts keys and carries values along: {sorted keys, values}.
+std::pair<Array, Array> sort_key_val(const Array& keys, const Array& values, int64_t dimension = -1,
+                                     bool is_stable = true);
+// The k largest entries along the last axis, in descending order, and their indices (i32).
+std::pair<Array, Array> top_k(const Array& operand, int64_t k);
 
-// Gather and scatter with XLA's dimension numbers.
+// Gather and scatter with XLA's dimension numbers. Gather clamps start indices so that each
+// slice fits; scatter skips updates whose window is out of bounds (XLA's semantics).
 struct GatherDimensionNumbers {
   std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map;
   std::vector<int64_t> operand_batching_dims, start_indices_batching_dims;
@@ -150,6 +214,9 @@ struct ScatterDimensionNumbers {
 };
 Array scatter(const Array& operand, const Array& indices, const Array& updates,
               const ScatterDimensionNumbers& dims);  // the update replaces
+// Scatter combining with `computation` ((current, update) -> new value), traced into the op.
+Array scatter_apply(const Array& operand, const Array& indices, const Array& updates,
+                    const ScatterDimensionNumbers& dims, const Computation& computation);
 Array scatter_add(const Array& operand, const Array& indices, const Array& updates,
                   const ScatterDimensionNumbers& dims);
 Array scatter_max(const Array& operand, const Array& indices, const Array& updates,
@@ -159,8 +226,10 @@ Array scatter_min(const Array& operand, const Array& indices, const Array& updat
 Array scatter_mul(const Array& operand, const Array& indices, const Array& updates,
                   const ScatterDimensionNumbers& dims);
 
-// A scalar of `dtype` (for literals inside traced code).
+// An array of `shape` filled with `value` converted to `dtype` (a scalar constant broadcast
+// under a trace, as jax.lax.full). ±inf become the extreme values of integer dtypes.
 Array full(const Shape& shape, double value, DType dtype);
+Array full_like(const Array& x, double value);
 
 std::vector<Array> optimization_barrier(const std::vector<Array>& operands);
 
