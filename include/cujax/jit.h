@@ -48,6 +48,14 @@ bool explain_cache_misses();
 // Compilations by every jitted function since start-up.
 int64_t global_compile_count();
 
+// The persistent compilation cache (jax_compilation_cache_dir): optimized programs on disk,
+// keyed by the traced module's text, the platform and the cujax version, so a restarted
+// process skips the IR passes. Off when the directory is empty; CUJAX_COMPILATION_CACHE_DIR
+// sets it at start-up.
+void set_compilation_cache_dir(const std::string& dir);
+std::string compilation_cache_dir();
+int64_t persistent_cache_hits();
+
 struct CostAnalysis {
   double flops = 0;
   double transcendentals = 0;

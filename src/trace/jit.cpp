@@ -1,9 +1,15 @@
 #include "cujax/jit.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <mutex>
+#include <sstream>
 
 #include "cujax/ir/parser.h"
 #include "cujax/ir/printer.h"
@@ -11,6 +17,7 @@
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/buffer.h"
 #include "trace/analysis.h"
+#include "trace/passes.h"
 
 namespace cujax {
 
@@ -22,6 +29,47 @@ bool env_flag(const char* name) {
 std::atomic<bool> log_compiles_flag{env_flag("CUJAX_LOG_COMPILES")};
 std::atomic<bool> explain_misses_flag{env_flag("CUJAX_EXPLAIN_CACHE_MISSES")};
 std::atomic<int64_t> compiles{0};
+std::atomic<int64_t> cache_hits{0};
+
+std::mutex cache_dir_mu;
+std::string& cache_dir() {
+  static std::string dir = [] {
+    const char* v = std::getenv("CUJAX_COMPILATION_CACHE_DIR");
+    return std::string(v ? v : "");
+  }();
+  return dir;
+}
+
+// FNV-1a: stable across runs and platforms, unlike std::hash.
+std::string stable_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file_atomically(const std::filesystem::path& p, const std::string& text) {
+  static std::atomic<int64_t> counter{0};
+  const auto tmp =
+      p.string() + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) return;  // a cache that cannot be written is only slower
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, p, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
 
 std::string avals_list(const std::vector<ShapeDtype>& avals) {
   std::string s = "[";
@@ -164,6 +212,25 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
                                                 const std::vector<bool>& donated) {
   const auto t0 = std::chrono::steady_clock::now();
   ir::verify(*module);
+  const std::string dir = compilation_cache_dir();
+  std::filesystem::path cached;
+  if (!dir.empty()) {
+    const std::string key = stable_hash(std::string("cujax " CUJAX_VERSION " ") + platform + "\n" +
+                                        ir::print_module(*module));
+    cached = std::filesystem::path(dir) / (key + ".mlir");
+  }
+  const std::string hit = cached.empty() ? "" : read_file(cached);
+  if (!hit.empty()) {
+    module = ir::parse_module(hit);
+    ++cache_hits;
+  } else {
+    optimize(*module);
+    if (!cached.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      write_file_atomically(cached, ir::print_module(*module));
+    }
+  }
   auto program = std::make_shared<CompiledProgram>();
   const ir::Function* main = module->lookup("main");
   if (!main) throw Error("compile: module has no @main");
