@@ -93,6 +93,19 @@ bool explain_cache_misses() {
 int64_t global_compile_count() {
   return compiles;
 }
+int64_t persistent_cache_hits() {
+  return cache_hits;
+}
+
+void set_compilation_cache_dir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(cache_dir_mu);
+  cache_dir() = dir;
+}
+
+std::string compilation_cache_dir() {
+  std::lock_guard<std::mutex> lock(cache_dir_mu);
+  return cache_dir();
+}
 
 namespace trace {
 
