@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench.h"
 #include "cli/conformance.h"
 #include "cujax/core/error.h"
 #include "cujax/runtime/backend.h"
@@ -20,6 +21,7 @@ commands:
       --timeout SECONDS        limit per file (default: 60)
       --min-pass-rate R        exit 0 when at least this fraction passes (default: 1)
       -v                       also list the files that pass
+  bench dispatch               time of a jitted call: first (trace + compile) and steady state
   version                      print the version
 )";
 
@@ -82,6 +84,10 @@ int main(int argc, char** argv) {
   try {
     if (command == "devices") return devices_command();
     if (command == "stablehlo-test") return stablehlo_test_command(args);
+    if (command == "bench") {
+      if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
+      throw cujax::Error("bench needs a benchmark name: dispatch");
+    }
     if (command == "version" || command == "--version") {
       std::printf("cujax %s\n", CUJAX_VERSION);
       return 0;

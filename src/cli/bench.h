@@ -1,0 +1,8 @@
+// `cujax bench ...`: benchmarks that print tables; never part of the tests.
+#pragma once
+
+namespace cujax::cli {
+
+int bench_dispatch();
+
+}  // namespace cujax::cli
