@@ -205,6 +205,9 @@ struct Module {
   std::vector<NamedAttribute> attributes;
   std::vector<std::unique_ptr<Function>> functions;
   std::string loc;
+  // `#loc1 = loc("f.py":3:0)` and other alias definitions outside the module body, verbatim.
+  // The printer writes location aliases after the module and the others before it.
+  std::vector<std::string> aliases;
 
   Function* lookup(std::string_view name) const;
   Function& add_function(std::string name);
