@@ -72,28 +72,56 @@ inline std::string quote_string(std::string_view s) {
 
 // ---- float bits -------------------------------------------------------------------------------
 
+// Exponent and mantissa widths of the float types.
+inline int float_exp_bits(DType t) {
+  return t == DType::F16 ? 5 : t == DType::BF16 || t == DType::F32 ? 8 : 11;
+}
+inline int float_mant_bits(DType t) {
+  return t == DType::F16 ? 10 : t == DType::BF16 ? 7 : t == DType::F32 ? 23 : 52;
+}
+
 // Bits of the value stored in an element of float type `t` (f16/bf16 in the low 16 bits).
+// NaN payloads (signaling ones too) carry over exactly, as double_from_float_bits makes them.
 inline uint64_t float_bits_from_double(double v, DType t) {
+  uint64_t d;
+  std::memcpy(&d, &v, 8);
+  if (t == DType::F64) return d;
+  if (v != v) {
+    const int e = float_exp_bits(t), m = float_mant_bits(t);
+    uint64_t mant = (d & ((uint64_t{1} << 52) - 1)) >> (52 - m);
+    if (mant == 0) mant = uint64_t{1} << (m - 1);
+    return ((d >> 63) << (e + m)) | (((uint64_t{1} << e) - 1) << m) | mant;
+  }
   switch (t) {
     case DType::F16:
       return float16(v).bits;
     case DType::BF16:
       return bfloat16(v).bits;
-    case DType::F32: {
+    default: {
       const float f = static_cast<float>(v);
       uint32_t b;
       std::memcpy(&b, &f, 4);
       return b;
     }
-    default: {
-      uint64_t b;
-      std::memcpy(&b, &v, 8);
-      return b;
-    }
   }
 }
 
+// The exact value of a float element; NaNs keep sign and payload in the top mantissa bits.
 inline double double_from_float_bits(uint64_t bits, DType t) {
+  double d;
+  if (t == DType::F64) {
+    std::memcpy(&d, &bits, 8);
+    return d;
+  }
+  const int e = float_exp_bits(t), m = float_mant_bits(t);
+  const uint64_t exp_max = (uint64_t{1} << e) - 1;
+  const uint64_t mant = bits & ((uint64_t{1} << m) - 1);
+  if (((bits >> m) & exp_max) == exp_max && mant != 0) {
+    const uint64_t db =
+        (((bits >> (e + m)) & 1) << 63) | (uint64_t{0x7ff} << 52) | (mant << (52 - m));
+    std::memcpy(&d, &db, 8);
+    return d;
+  }
   switch (t) {
     case DType::F16:
       return static_cast<double>(
@@ -101,16 +129,11 @@ inline double double_from_float_bits(uint64_t bits, DType t) {
     case DType::BF16:
       return static_cast<double>(
           static_cast<float>(bfloat16::from_bits(static_cast<uint16_t>(bits))));
-    case DType::F32: {
+    default: {
       const uint32_t b = static_cast<uint32_t>(bits);
       float f;
       std::memcpy(&f, &b, 4);
       return static_cast<double>(f);
-    }
-    default: {
-      double d;
-      std::memcpy(&d, &bits, 8);
-      return d;
     }
   }
 }

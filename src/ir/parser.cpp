@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "cujax/core/error.h"
 #include "ir/asm_util.h"
@@ -1405,6 +1406,7 @@ class Parser {
   uint64_t splat_budget_ = 0;
   std::unordered_map<std::string, std::vector<Value*>, SvHash, std::equal_to<>> values_;
   std::vector<std::vector<std::string>> scopes_;
+  std::unordered_set<std::string> function_names_;
   bool compact_reduce_ = false;  // the op just parsed is a compact reduce (its body takes its loc)
 };
 
@@ -2075,7 +2077,7 @@ void Parser::parse_function(Module& m, size_t at) {
   ws();
   const size_t name_at = pos_;
   std::string name = parse_symbol();
-  if (m.lookup(name)) fail(name_at, "redefinition of function @" + name);
+  if (!function_names_.insert(name).second) fail(name_at, "redefinition of function @" + name);
   Function& fn = m.add_function(name);
   fn.visibility = std::move(visibility);
   fn.body.blocks.clear();

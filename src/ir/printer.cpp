@@ -419,15 +419,25 @@ class ModulePrinter {
       }
       for (const auto& op : b.ops) {
         if (op->num_results() == 0) continue;
+        auto& groups = groups_[op.get()];
         if (is_named_constant(*op)) {
           const DType dt = op->result(0)->type.dtype;
           const std::string n = pct(unique_name(is_float(dt) ? "cst" : "c", scope, st));
           names_[op->result(0)] = n;
-          groups_[op.get()] = n;
+          groups.push_back({n, 1});
+          continue;
+        }
+        if (op->name == "stablehlo.rng_bit_generator" && op->num_results() == 2) {
+          // StableHLO names these results, as its OpAsmOpInterface does.
+          for (size_t i = 0; i < 2; ++i) {
+            const std::string n = pct(unique_name(i ? "output" : "output_state", scope, st));
+            names_[op->result(i)] = n;
+            groups.push_back({n, 1});
+          }
           continue;
         }
         const std::string base = pct(std::to_string(st.next_value++));
-        groups_[op.get()] = base;
+        groups.push_back({base, op->num_results()});
         if (op->num_results() == 1) {
           names_[op->result(0)] = base;
         } else {
@@ -1175,8 +1185,15 @@ class ModulePrinter {
     out.append(static_cast<size_t>(indent), ' ');
     if (op.num_results() > 0) {
       auto it = groups_.find(&op);
-      out += it == groups_.end() ? std::string("%<<UNKNOWN SSA VALUE>>") : it->second;
-      if (op.num_results() > 1) out += ":" + std::to_string(op.num_results());
+      if (it == groups_.end()) {
+        out += "%<<UNKNOWN SSA VALUE>>";
+      } else {
+        for (size_t i = 0; i < it->second.size(); ++i) {
+          if (i) out += ", ";
+          out += it->second[i].first;
+          if (it->second[i].second > 1) out += ":" + std::to_string(it->second[i].second);
+        }
+      }
       out += " = ";
     }
     const size_t mark = out.size();
@@ -1260,7 +1277,8 @@ class ModulePrinter {
   }
 
   std::unordered_map<const Value*, std::string> names_;
-  std::unordered_map<const Operation*, std::string> groups_;
+  // The result groups of each op: `%0:2` is {"%0", 2}; `%a, %b` is {"%a", 1}, {"%b", 1}.
+  std::unordered_map<const Operation*, std::vector<std::pair<std::string, size_t>>> groups_;
 };
 
 }  // namespace
