@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -632,6 +633,22 @@ TEST(Verifier, Collectives) {
   expect_error(bld.m, {"stablehlo.reduce_scatter", "replica_groups = [0, 0] repeats 0"});
 }
 
+TEST(Verifier, AllToAllAndIds) {
+  Builder bld({T({4, 6})}, {T({2, 12}), T({}, DType::U32)});
+  Operation* a = bld.op("stablehlo.all_to_all", {bld.arg(0)}, {T({2, 12})});
+  a->set_attr("split_dimension", Attribute::integer_attr(0, DType::I64));
+  a->set_attr("concat_dimension", Attribute::integer_attr(1, DType::I64));
+  a->set_attr("split_count", Attribute::integer_attr(2, DType::I64));
+  Operation* id = bld.op("stablehlo.replica_id", {}, {T({}, DType::U32)});
+  bld.ret({a->result(), id->result()});
+  EXPECT_NO_THROW(verify(bld.m));
+  a->set_attr("split_count", Attribute::integer_attr(4, DType::I64));
+  expect_error(bld.m, {"stablehlo.all_to_all", "expected tensor<1x24xf32>"});
+  a->set_attr("split_count", Attribute::integer_attr(2, DType::I64));
+  id->results[0]->type = T({}, DType::I32);
+  expect_error(bld.m, {"stablehlo.replica_id", "expected tensor<ui32>"});
+}
+
 TEST(Verifier, RngBitGeneratorAndBarrier) {
   const Type state = T({2}, DType::U64);
   Builder bld({state, T({3})}, {state, T({4, 4}, DType::U32), T({3})});
@@ -845,6 +862,123 @@ TEST(VerifierParsed, WrongReturnTypeHasPosition) {
       << msg;
 }
 
+// Each case: a program, then the position and message parts its error must have.
+struct ParsedCase {
+  const char* name;
+  const char* text;
+  std::vector<std::string> parts;
+};
+
+TEST(VerifierParsed, ComplexOpsReportPositionAndTypes) {
+  const std::vector<ParsedCase> cases = {
+      {"convolution result",
+       R"(func.func @main(%a: tensor<1x1x16x1xf32>, %b: tensor<4x1x1x2xf32>) -> tensor<1x1x15x2xf32> {
+  %0 = stablehlo.convolution(%a, %b) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {pad = [[1, 2], [0, 0]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x1x16x1xf32>, tensor<4x1x1x2xf32>) -> tensor<1x1x15x2xf32>
+  return %0 : tensor<1x1x15x2xf32>
+})",
+       {"stablehlo.convolution at 2:", "result 0 has type tensor<1x1x15x2xf32>",
+        "expected tensor<1x1x16x2xf32>"}},
+      {"scatter body",
+       R"(func.func @main(%a: tensor<1x125xbf16>, %i: tensor<1xi64>, %u: tensor<1xbf16>) -> tensor<1x125xbf16> {
+  %0 = "stablehlo.scatter"(%a, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [0], inserted_window_dims = [1], scatter_dims_to_operand_dims = [1]>, unique_indices = true}> ({
+  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):
+    %1 = stablehlo.add %arg0, %arg1 : tensor<f32>
+    stablehlo.return %1 : tensor<f32>
+  }) : (tensor<1x125xbf16>, tensor<1xi64>, tensor<1xbf16>) -> tensor<1x125xbf16>
+  return %0 : tensor<1x125xbf16>
+})",
+       {"stablehlo.scatter at 2:",
+        "region 'update_computation' argument 0 has type tensor<f32>, expected tensor<bf16>"}},
+      {"gather slice sizes",
+       R"(func.func @main(%a: tensor<5xf32>, %i: tensor<2x1xi64>) -> tensor<2xf32> {
+  %0 = "stablehlo.gather"(%a, %i) <{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 2>}> : (tensor<5xf32>, tensor<2x1xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+})",
+       {"stablehlo.gather at 2:", "slice_sizes = [2]", "collapsed or batching dimension 0"}},
+      {"reduce result",
+       R"(func.func @main(%a: tensor<4x3xf32>, %z: tensor<f32>) -> tensor<3xf32> {
+  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [1] : (tensor<4x3xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+})",
+       {"stablehlo.reduce at 2:", "result 0 has type tensor<3xf32>", "expected tensor<4xf32>"}},
+      {"dot_general dims",
+       R"(func.func @main(%a: tensor<4x3xf32>, %b: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<4x3xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+})",
+       {"stablehlo.dot_general at 2:", "contracting dimension 1 of lhs tensor<4x3xf32> has size 3",
+        "dimension 0 of rhs tensor<4x6xf32> has size 4"}},
+      {"while cond",
+       R"(func.func @main(%n: tensor<i64>) -> tensor<i64> {
+  %0 = stablehlo.while(%iterArg = %n) : tensor<i64>
+   cond {
+    stablehlo.return %iterArg : tensor<i64>
+  } do {
+    stablehlo.return %iterArg : tensor<i64>
+  }
+  return %0 : tensor<i64>
+})",
+       {"stablehlo.while at 2:", "region 'cond' returns (tensor<i64>)", "expected (tensor<i1>)"}},
+      {"compare dtype",
+       R"(func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xi1> {
+  %0 = stablehlo.compare  LT, %a, %b,  SIGNED : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+  return %0 : tensor<2xi1>
+})",
+       {"stablehlo.compare at 2:",
+        "compare_type SIGNED does not fit operands of type tensor<2xf32>"}},
+      {"constant type",
+       R"(func.func @main() -> tensor<3xf32> {
+  %0 = "stablehlo.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+})",
+       {"stablehlo.constant at 2:",
+        "attribute 'value' has type tensor<2xf32>, expected "
+        "tensor<3xf32>"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string msg;
+    try {
+      msg = verify_text(c.text);
+    } catch (const ParseError& e) {
+      ADD_FAILURE() << "parse error: " << e.what();
+      continue;
+    }
+    for (const auto& p : c.parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << msg << "\nlacks: " << p;
+  }
+}
+
+// A forward reference is a parse error at its line, or parses and fails to verify.
+TEST(VerifierParsed, UseBeforeDefinition) {
+  const std::string text = R"(func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = stablehlo.negate %1 : tensor<2xf32>
+  %1 = stablehlo.abs %a : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+)";
+  std::unique_ptr<Module> m;
+  try {
+    m = parse_module(text);
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 2) << e.what();  // the parser rejects the forward reference itself
+    return;
+  }
+
+  const std::string msg = [&] {
+    try {
+      verify(*m);
+    } catch (const VerifyError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  EXPECT_NE(msg.find("stablehlo.negate at 2:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("operand 0 (%1) is used before its definition by stablehlo.abs at 3:"),
+            std::string::npos)
+      << msg;
+}
+
 #endif  // CUJAX_HAVE_PARSER
 
 // ---------------------------------------------------------------------------------------------
@@ -892,6 +1026,140 @@ TEST(VerifierConformance, EveryProgramVerifies) {
             << " parsed conformance programs verify (" << parse_failures << " did not parse)\n";
   for (size_t i = 0; i < failures.size() && i < 20; ++i) ADD_FAILURE() << failures[i];
   EXPECT_TRUE(failures.empty()) << failures.size() << " programs fail to verify";
+#endif
+}
+
+// Ops whose result type the verifier derives from the operands and attributes: giving any of
+// them a wrong result type in a conformance program must make the program fail to verify.
+TEST(VerifierConformance, WrongResultTypesAreCaught) {
+  const auto dir = conformance_dir();
+  if (!std::filesystem::is_directory(dir))
+    GTEST_SKIP() << "no conformance data at " << dir << " (set CUJAX_SHARED_DIR)";
+#if !CUJAX_HAVE_PARSER
+  GTEST_SKIP() << "the parser (src/ir/parser.cpp) is not built yet";
+#else
+  // Free result shapes (iota, broadcast_in_dim), or no rule (custom_call, rng_bit_generator).
+  const std::vector<std::string> free_results = {"stablehlo.iota", "stablehlo.broadcast_in_dim",
+                                                 "stablehlo.custom_call",
+                                                 "stablehlo.rng_bit_generator"};
+  size_t mutated = 0;
+  std::vector<std::string> missed;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".mlir") continue;
+    std::ifstream in(e.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::unique_ptr<Module> m;
+    try {
+      m = parse_module(ss.str());
+    } catch (const Error&) {
+      continue;
+    }
+    std::vector<Operation*> ops;
+    std::function<void(Block&)> walk = [&](Block& b) {
+      for (auto& op : b.ops) {
+        ops.push_back(op.get());
+        for (auto& r : op->regions)
+          for (auto& blk : r->blocks) walk(*blk);
+      }
+    };
+    for (auto& f : m->functions)
+      for (auto& blk : f->body.blocks) walk(*blk);
+    for (Operation* op : ops) {
+      if (op->results.empty() || !op->name.starts_with("stablehlo.") ||
+          std::find(free_results.begin(), free_results.end(), op->name) != free_results.end())
+        continue;
+      Type& t = op->results[0]->type;
+      if (t.is_token || (op->name == "stablehlo.reshape" && t.num_elements() == 0)) continue;
+      const Type saved = t;
+      t.shape.push_back(7);
+      ++mutated;
+      try {
+        verify(*m);
+        missed.push_back(e.path().filename().string() + ": " + op->where());
+      } catch (const VerifyError&) {
+      }
+      t = saved;
+    }
+  }
+  std::cout << "[ verifier ] " << mutated - missed.size() << " of " << mutated
+            << " wrong result types caught\n";
+  EXPECT_GT(mutated, 1000u);
+  for (size_t i = 0; i < missed.size() && i < 20; ++i) ADD_FAILURE() << "not caught: " << missed[i];
+#endif
+}
+
+// Broken attributes and result types never crash the verifier or escape as anything but a
+// VerifyError.
+TEST(VerifierConformance, BrokenProgramsGiveVerifyErrors) {
+  const auto dir = conformance_dir();
+  if (!std::filesystem::is_directory(dir))
+    GTEST_SKIP() << "no conformance data at " << dir << " (set CUJAX_SHARED_DIR)";
+#if !CUJAX_HAVE_PARSER
+  GTEST_SKIP() << "the parser (src/ir/parser.cpp) is not built yet";
+#else
+  const std::vector<AttrRef> bad_attrs = {
+      Attribute::dense_array({}),
+      Attribute::dense_array({-1, 5, 100}),
+      Attribute::int_list({3}),
+      Attribute::float_attr(1.5, DType::F32),
+      Attribute::dense_elements(HostTensor::from_vector<float>({1, 2}, {2})),
+      Attribute::struct_attr("stablehlo.gather", {{"index_vector_dim", Attribute::int_list({9})}}),
+      Attribute::opaque("#stablehlo.conv<[b]x[o]->[f]>")};
+  const std::vector<Type> bad_types = {Type::token(), T({}), T({0, 3}, DType::I8)};
+  size_t runs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".mlir") continue;
+    std::ifstream in(e.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::unique_ptr<Module> m;
+    try {
+      m = parse_module(ss.str());
+    } catch (const Error&) {
+      continue;
+    }
+    std::vector<Operation*> ops;
+    std::function<void(Block&)> walk = [&](Block& b) {
+      for (auto& op : b.ops) {
+        ops.push_back(op.get());
+        for (auto& r : op->regions)
+          for (auto& blk : r->blocks) walk(*blk);
+      }
+    };
+    for (auto& f : m->functions)
+      for (auto& blk : f->body.blocks) walk(*blk);
+    auto run = [&](const Operation& op, const std::string& what) {
+      ++runs;
+      try {
+        verify(*m);
+      } catch (const VerifyError&) {
+      } catch (const std::exception& ex) {
+        ADD_FAILURE() << e.path().filename() << ": " << op.where() << " with " << what
+                      << " threw a non-VerifyError: " << ex.what();
+      }
+    };
+    for (Operation* op : ops) {
+      if (op->name == "stablehlo.constant") continue;  // big payloads, one simple rule
+      for (auto& a : op->attributes) {
+        const AttrRef saved = a.value;
+        for (const auto& bad : bad_attrs) {
+          a.value = bad;
+          run(*op, "attribute " + a.name + " changed");
+        }
+        a.value = saved;
+      }
+      for (auto& r : op->results) {
+        const Type saved = r->type;
+        for (const auto& bad : bad_types) {
+          r->type = bad;
+          run(*op, "result type " + bad.str());
+        }
+        r->type = saved;
+      }
+    }
+  }
+  EXPECT_GT(runs, 10000u);
 #endif
 }
 

@@ -1351,7 +1351,7 @@ int64_t replica_group_size(const OpCheck& c) {
   if (!a || a->kind != Attribute::Kind::DenseElements) return 0;
   const Shape& s = a->tensor.shape();
   if (s.size() != 2) c.fail("attribute 'replica_groups' must be a 2-dimensional tensor");
-  Dims ids = as_ints(*a);
+  Dims ids = c.ints("replica_groups");
   ids.erase(std::remove(ids.begin(), ids.end(), -1), ids.end());
   c.unique("replica_groups", ids);
   return s[1];
@@ -1436,6 +1436,50 @@ void check_reduce_scatter(OpCheck& c) {
                 "operand 0 split into " + std::to_string(group) + " parts along dimension " +
                     std::to_string(dim));
   }
+}
+
+void check_all_to_all(OpCheck& c) {
+  c.operands_at_least(1);
+  c.all_tensors();
+  if (c.num_results() != c.num_operands())
+    c.fail("has " + std::to_string(c.num_results()) + " results, expected " +
+           std::to_string(c.num_operands()) + " (one per operand)");
+  const int64_t split = c.integer("split_dimension");
+  const int64_t concat = c.integer("concat_dimension");
+  const int64_t count = c.integer("split_count");
+  if (count <= 0) c.fail("split_count = " + std::to_string(count) + ", expected > 0");
+  replica_group_size(c);
+  for (size_t i = 0; i < c.num_operands(); ++i) {
+    const Type& t = c.operand(i);
+    for (int64_t d : {split, concat})
+      if (d < 0 || d >= t.rank())
+        c.fail("dimension " + std::to_string(d) + " is out of range for operand " +
+               std::to_string(i) + ", " + t.str());
+    Shape s = t.shape;
+    if (s[static_cast<size_t>(split)] % count)
+      c.fail("dimension " + std::to_string(split) + " of operand " + std::to_string(i) + ", " +
+             t.str() + ", is not a multiple of split_count = " + std::to_string(count));
+    s[static_cast<size_t>(split)] /= count;
+    s[static_cast<size_t>(concat)] *= count;
+    c.result_is(
+        i, Type::tensor(s, t.dtype),
+        "split along " + std::to_string(split) + ", joined along " + std::to_string(concat));
+  }
+}
+
+void check_process_id(OpCheck& c) {
+  c.operands_are(0);
+  c.results_are(1);
+  c.result_is(0, scalar(DType::U32), "a 32-bit unsigned id");
+}
+
+void check_after_all(OpCheck& c) {
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    if (!c.operand(i).is_token)
+      c.fail("operand " + std::to_string(i) + " has type " + c.operand(i).str() +
+             ", expected !stablehlo.token");
+  c.results_are(1);
+  c.result_is(0, Type::token(), "a token");
 }
 
 void check_collective_permute(OpCheck& c) {
@@ -1562,6 +1606,11 @@ const std::unordered_map<std::string, Checker>& checkers() {
     m["stablehlo.all_gather"] = check_all_gather;
     m["stablehlo.reduce_scatter"] = check_reduce_scatter;
     m["stablehlo.collective_permute"] = check_collective_permute;
+    m["stablehlo.all_to_all"] = check_all_to_all;
+    m["stablehlo.replica_id"] = check_process_id;
+    m["stablehlo.partition_id"] = check_process_id;
+    m["stablehlo.after_all"] = check_after_all;
+    m["stablehlo.create_token"] = check_after_all;
     m["stablehlo.custom_call"] = [](OpCheck&) {};  // implementation-defined
     m["func.call"] = check_call;
     m["func.return"] = check_func_return;
