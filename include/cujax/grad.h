@@ -1,0 +1,342 @@
+// Automatic differentiation: grad, value_and_grad, vjp, jvp, stop_gradient and custom_vjp,
+// under JAX's names.
+//
+//   auto loss = [](const Params& p, const Array& x) { return jnp::sum(jnp::tanh(x * p.w)); };
+//   Params g = cujax::grad(loss)(params, x);                   // d loss / d params
+//   auto [gp, gx] = cujax::grad(loss, cujax::argnums<0, 1>)(params, x);
+//   auto [[value, aux], g] = value_and_grad(f, argnums<0>, has_aux)(x);
+//
+// How it works (see docs/autodiff.md). Autodiff is a transformation of the traced program:
+// grad(f)(x) makes sure a trace is active (with none, the whole gradient computation is
+// jitted: traced once per signature, compiled and cached, as jit(grad(f)) would be), records
+// f's ops into the current block, then walks them backwards calling each op's VJP rule (keyed
+// by the StableHLO op name, written with the public lax ops). The gradient ops are ordinary
+// recorded ops, so gradients compose with jit and can be differentiated again.
+//
+// argnums are template arguments (C++ types are static): argnums<1>, argnums<0, 2>. With one
+// argnum the gradient has that argument's tree structure; with several it is a std::tuple.
+// Gradients with respect to integer or bool leaves are zeros of their dtype (JAX's float0).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cujax/array.h"
+#include "cujax/jit.h"
+#include "cujax/trace/trace.h"
+#include "cujax/tree.h"
+
+namespace cujax {
+
+template <int... I>
+struct Argnums {};
+template <int... I>
+inline constexpr Argnums<I...> argnums{};
+// value_and_grad(f, argnums<0>, has_aux): f returns std::pair<Array, Aux>.
+struct HasAux {};
+inline constexpr HasAux has_aux{};
+
+// The identity, except that gradients do not flow through it (jax.lax.stop_gradient). Under a
+// differentiated trace it records an identity op (a same-shape stablehlo.reshape) that the
+// backward walk treats as a cut; elsewhere it returns x.
+Array stop_gradient(const Array& x);
+
+namespace trace {
+
+// What a VJP rule sees: the op (for its attributes and regions), tracers of its operands and
+// results, and the cotangents of its results (zeros where a result has none).
+struct VjpArgs {
+  TraceContext& tc;
+  const ir::Operation& op;
+  std::vector<Array> operands;
+  std::vector<Array> results;
+  std::vector<Array> cts;
+  std::vector<bool> needed;  // per operand: whether its cotangent is used
+};
+// Returns one optional cotangent per operand (missing entries and nullopt: no cotangent, as for
+// integer operands, indices and predicates). Must be written with the public ops.
+using VjpRule = std::function<std::vector<std::optional<Array>>(const VjpArgs&)>;
+// Adds or replaces the rule of a StableHLO op ("stablehlo.add").
+void register_vjp_rule(const std::string& op_name, VjpRule rule);
+bool has_vjp_rule(const std::string& op_name);
+
+// While alive, ops recorded on this thread may be differentiated: stop_gradient and custom_vjp
+// record their markers. The markers are forgotten when the outermost window closes.
+class AutodiffWindow {
+ public:
+  AutodiffWindow();
+  ~AutodiffWindow();
+  AutodiffWindow(const AutodiffWindow&) = delete;
+  AutodiffWindow& operator=(const AutodiffWindow&) = delete;
+  static bool active();
+};
+
+// A position in the current block of the active trace; ops_since gives the ops recorded
+// after it (in program order).
+struct Mark {
+  ir::Block* block = nullptr;
+  ir::Operation* last = nullptr;
+  size_t size = 0;
+};
+Mark mark();
+std::vector<ir::Operation*> ops_since(const Mark& m);
+
+// A new value equal to x (an identity op) in the active trace, keeping x's weak type: the
+// differentiated inputs are fresh values so that each argument gets only its own uses.
+Array fresh(const Array& x);
+
+// Walks `ops` backwards from the cotangents of `outputs` and returns the cotangent of each of
+// `inputs` (zeros where none flows). Values used several times get the sum of their
+// cotangents.
+std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
+                            const std::vector<Array>& inputs, const std::vector<Array>& outputs,
+                            const std::vector<Array>& out_cts);
+
+// Throws "grad requires real scalar outputs" unless y is a rank-0 float.
+void check_scalar_output(const Array& y);
+Array ones_like_scalar(const Array& y);
+Array zeros_like(const Array& x);
+// Checks that a cotangent tree's leaves match the outputs' shapes and dtypes.
+void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array>& cts,
+                      const std::string& what);
+
+using CustomBwd =
+    std::function<std::vector<Array>(const std::vector<Array>& residuals, const Array& cotangent)>;
+// Records the custom_vjp boundary: `inputs` the function's arguments, ops recorded since
+// `start` its forward computation (skipped by the backward walk), `out` its result. Returns
+// the marked result, whose cotangent goes through `bwd`.
+Array record_custom_vjp(const Mark& start, const std::vector<Array>& inputs, const Array& out,
+                        const std::vector<Array>& residuals, CustomBwd bwd);
+
+// Runs `fn` inline when a trace is active, else as a jitted program cached in `jitted`.
+template <class Impl>
+class Transformed {
+ public:
+  Transformed(Impl impl, const std::string& name)
+      : impl_(impl), jitted_(std::make_shared<Jitted<Impl>>(impl, options(name))) {}
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    if (current_trace()) return impl_(args...);
+    return (*jitted_)(args...);
+  }
+  size_t cache_size() const { return jitted_->cache_size(); }
+  int64_t compile_count() const { return jitted_->compile_count(); }
+
+ private:
+  static JitOptions options(const std::string& name) {
+    JitOptions o;
+    o.name = name;
+    return o;
+  }
+  Impl impl_;
+  std::shared_ptr<Jitted<Impl>> jitted_;
+};
+
+template <class T>
+T fresh_tree(const T& tree, std::vector<Array>& inputs) {
+  return tree_map(tree, [&](const Array& a) {
+    Array t = fresh(a);
+    inputs.push_back(t);
+    return t;
+  });
+}
+
+template <class T>
+T unflatten_from(const T& structure, const std::vector<Array>& leaves, size_t& pos) {
+  const size_t n = tree_leaves(structure).size();
+  std::vector<Array> part(leaves.begin() + pos, leaves.begin() + pos + n);
+  pos += n;
+  return tree_unflatten(structure, part);
+}
+
+template <bool WithValue, bool Aux, class F, int... I>
+struct GradImpl {
+  F f;
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    static_assert(sizeof...(I) > 0, "grad needs at least one argnum");
+    AutodiffWindow window;
+    const std::tuple<Args...> primals(args...);
+    std::tuple<Args...> subst = primals;
+    std::vector<Array> inputs;
+    ((std::get<I>(subst) = fresh_tree(std::get<I>(primals), inputs)), ...);
+    const Mark m = mark();
+    auto out = std::apply(f, subst);
+    Array value;
+    if constexpr (Aux)
+      value = out.first;
+    else
+      value = out;
+    check_scalar_output(value);
+    const std::vector<Array> cts =
+        backward(ops_since(m), inputs, {value}, {ones_like_scalar(value)});
+    size_t pos = 0;
+    auto grads = std::tuple{unflatten_from(std::get<I>(primals), cts, pos)...};
+    auto g = [&] {
+      if constexpr (sizeof...(I) == 1)
+        return std::get<0>(grads);
+      else
+        return grads;
+    }();
+    if constexpr (WithValue)
+      return std::make_pair(out, g);
+    else if constexpr (Aux)
+      return std::make_pair(g, out.second);
+    else
+      return g;
+  }
+};
+
+// vjp_fn's body: retraces f at the primals and pulls `ct` back to every primal.
+template <class F, class... Args>
+struct VjpImpl {
+  F f;
+  template <class Ct>
+  std::tuple<Args...> operator()(const std::tuple<Args...>& primals, const Ct& ct) const {
+    AutodiffWindow window;
+    std::vector<Array> inputs;
+    std::tuple<Args...> subst = std::apply(
+        [&](const auto&... p) { return std::tuple<Args...>{fresh_tree(p, inputs)...}; }, primals);
+    const Mark m = mark();
+    auto out = std::apply(f, subst);
+    const std::vector<Array> outs = tree_leaves(out);
+    const std::vector<Array> cts_in = tree_leaves(ct);
+    check_cotangents(outs, cts_in, "vjp");
+    const std::vector<Array> cts = backward(ops_since(m), inputs, outs, cts_in);
+    size_t pos = 0;
+    return std::apply(
+        [&](const auto&... p) { return std::tuple<Args...>{unflatten_from(p, cts, pos)...}; },
+        primals);
+  }
+};
+
+// jvp by transposing the VJP: the VJP u -> J^T u is linear in u, and its own VJP at t is J t.
+template <class F, class... Args>
+struct JvpImpl {
+  F f;
+  auto operator()(const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) const {
+    AutodiffWindow window;
+    std::vector<Array> inputs;
+    std::tuple<Args...> subst = std::apply(
+        [&](const auto&... p) { return std::tuple<Args...>{fresh_tree(p, inputs)...}; }, primals);
+    const Mark m1 = mark();
+    auto out = std::apply(f, subst);
+    const std::vector<Array> outs = tree_leaves(out);
+    const auto ops1 = ops_since(m1);
+    std::vector<Array> us;
+    for (const auto& o : outs) us.push_back(fresh(zeros_like(o)));
+    const Mark m2 = mark();
+    const std::vector<Array> xs = backward(ops1, inputs, outs, us);
+    const std::vector<Array> ts = tree_leaves(tangents);
+    check_cotangents(inputs, ts, "jvp tangents");
+    const std::vector<Array> touts = backward(ops_since(m2), us, xs, ts);
+    using Out = decltype(out);
+    return std::pair<Out, Out>(out, tree_unflatten(out, touts));
+  }
+};
+
+template <class F, class Fwd, class Bwd>
+struct CustomVjp {
+  F f;
+  Fwd fwd;
+  Bwd bwd;
+  template <class... Args>
+  Array operator()(const Args&... args) const {
+    if (!current_trace() || !AutodiffWindow::active()) return f(args...);
+    const Mark m = mark();
+    std::pair<Array, std::vector<Array>> r = fwd(args...);
+    Bwd b = bwd;
+    return record_custom_vjp(m, {args...}, r.first, r.second,
+                             [b](const std::vector<Array>& res, const Array& g) {
+                               return std::vector<Array>(b(res, g));
+                             });
+  }
+};
+
+}  // namespace trace
+
+// grad(f): the gradient of scalar-valued f with respect to its first argument.
+template <class F>
+auto grad(F f) {
+  return trace::Transformed(trace::GradImpl<false, false, F, 0>{std::move(f)}, "grad");
+}
+template <class F, int... I>
+auto grad(F f, Argnums<I...>) {
+  return trace::Transformed(trace::GradImpl<false, false, F, I...>{std::move(f)}, "grad");
+}
+// grad(f, argnums<...>, has_aux): f returns (value, aux); the result is (grads, aux).
+template <class F, int... I>
+auto grad(F f, Argnums<I...>, HasAux) {
+  return trace::Transformed(trace::GradImpl<false, true, F, I...>{std::move(f)}, "grad");
+}
+// value_and_grad(f): (value, grads); with has_aux ((value, aux), grads).
+template <class F>
+auto value_and_grad(F f) {
+  return trace::Transformed(trace::GradImpl<true, false, F, 0>{std::move(f)}, "value_and_grad");
+}
+template <class F, int... I>
+auto value_and_grad(F f, Argnums<I...>) {
+  return trace::Transformed(trace::GradImpl<true, false, F, I...>{std::move(f)}, "value_and_grad");
+}
+template <class F, int... I>
+auto value_and_grad(F f, Argnums<I...>, HasAux) {
+  return trace::Transformed(trace::GradImpl<true, true, F, I...>{std::move(f)}, "value_and_grad");
+}
+
+// vjp(f, primals...) -> (outputs, vjp_fn); vjp_fn(cotangents) gives a std::tuple with the
+// cotangent of every primal. vjp_fn may be called later, eagerly or under a trace: it retraces
+// f at the captured primals (jitted once per cotangent signature when called eagerly), so the
+// forward computation is repeated rather than stored.
+template <class F, class... Args>
+class VjpFunction {
+ public:
+  VjpFunction(F f, std::tuple<Args...> primals)
+      : primals_(std::move(primals)), fn_(trace::VjpImpl<F, Args...>{std::move(f)}, "vjp") {}
+  template <class Ct>
+  std::tuple<Args...> operator()(const Ct& cotangents) const {
+    return fn_(primals_, cotangents);
+  }
+
+ private:
+  std::tuple<Args...> primals_;
+  trace::Transformed<trace::VjpImpl<F, Args...>> fn_;
+};
+
+template <class F, class... Args>
+auto vjp(F f, const Args&... primals) {
+  auto out = f(primals...);
+  return std::make_pair(out,
+                        VjpFunction<F, Args...>(std::move(f), std::tuple<Args...>(primals...)));
+}
+
+// jvp(f, primals, tangents) -> (outputs, tangents_out), primals and tangents as std::tuples
+// of f's arguments (a single Array may be passed for a one-argument f). Computed as the VJP of
+// the VJP, so it is exact and differentiable, at about twice the cost of a VJP.
+template <class F, class... Args>
+auto jvp(F f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) {
+  trace::Transformed<trace::JvpImpl<F, Args...>> fn(trace::JvpImpl<F, Args...>{std::move(f)},
+                                                    "jvp");
+  return fn(primals, tangents);
+}
+template <class F>
+auto jvp(F f, const Array& primal, const Array& tangent) {
+  return jvp(std::move(f), std::tuple<Array>(primal), std::tuple<Array>(tangent));
+}
+
+// custom_vjp(f, fwd, bwd): f with a user-defined VJP, as jax.custom_vjp + defvjp. f and fwd
+// take Array arguments; f returns an Array; fwd returns {output, residuals}; bwd(residuals, g)
+// returns one cotangent per argument (an invalid Array() means zero). Outside a differentiated
+// trace f runs as is; under grad, fwd is recorded and the backward walk calls bwd instead of
+// walking fwd's ops.
+template <class F, class Fwd, class Bwd>
+auto custom_vjp(F f, Fwd fwd, Bwd bwd) {
+  return trace::CustomVjp<F, Fwd, Bwd>{std::move(f), std::move(fwd), std::move(bwd)};
+}
+
+}  // namespace cujax

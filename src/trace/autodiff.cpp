@@ -1,0 +1,291 @@
+// Reverse-mode autodiff on the traced IR: the backward walk, the rule registry, stop_gradient
+// and custom_vjp markers.
+//
+// Markers. stop_gradient and custom_vjp results are identity ops (a same-shape
+// stablehlo.reshape, a no-op) remembered in a thread-local side table
+// while an AutodiffWindow is open: the walk treats a stop_gradient marker as a cut, and a
+// custom_vjp marker as "call bwd, skip the ops of fwd". The table holds op pointers of the
+// active trace only; it is cleared when the outermost window closes, before those ops can be
+// freed.
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "cujax/lax.h"
+#include "trace/vjp_rules.h"
+
+namespace cujax {
+namespace trace {
+
+namespace {
+
+struct CustomRecord {
+  std::vector<Array> inputs;
+  std::vector<Array> residuals;
+  CustomBwd bwd;
+  std::unordered_set<const ir::Operation*> fwd_ops;
+};
+
+struct AdState {
+  int depth = 0;
+  std::unordered_set<const ir::Operation*> stops;
+  std::unordered_map<const ir::Operation*, std::shared_ptr<CustomRecord>> customs;
+  std::unordered_set<const ir::Operation*> custom_inner;
+};
+
+AdState& state() {
+  thread_local AdState s;
+  return s;
+}
+
+vjp::Rules& rules() {
+  static vjp::Rules r = [] {
+    vjp::Rules x;
+    vjp::register_elementwise_rules(x);
+    vjp::register_shape_rules(x);
+    vjp::register_reduction_rules(x);
+    return x;
+  }();
+  return r;
+}
+std::mutex& rules_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+TraceContext& active(const char* what) {
+  TraceContext* tc = current_trace();
+  if (!tc) throw Error(std::string(what) + " needs an active trace");
+  return *tc;
+}
+
+Array identity(const Array& x) {
+  OpSpec s;
+  s.name = "stablehlo.reshape";
+  s.result_types = {ir_type(x.aval())};
+  return with_weak_type(bind1(s, {x}), x.weak_type());
+}
+
+bool differentiable(const ir::Value* v) {
+  return !v->type.is_token && is_float(v->type.dtype);
+}
+
+std::string type_of(const Array& a) {
+  return std::string(mlir_name(a.dtype())) + shape_to_string(a.shape());
+}
+
+}  // namespace
+
+void register_vjp_rule(const std::string& op_name, VjpRule rule) {
+  std::lock_guard<std::mutex> lock(rules_mutex());
+  rules()[op_name] = std::move(rule);
+}
+
+bool has_vjp_rule(const std::string& op_name) {
+  std::lock_guard<std::mutex> lock(rules_mutex());
+  return rules().count(op_name) > 0;
+}
+
+AutodiffWindow::AutodiffWindow() {
+  ++state().depth;
+}
+AutodiffWindow::~AutodiffWindow() {
+  AdState& s = state();
+  if (--s.depth == 0) {
+    s.stops.clear();
+    s.customs.clear();
+    s.custom_inner.clear();
+  }
+}
+bool AutodiffWindow::active() {
+  return state().depth > 0;
+}
+
+Mark mark() {
+  TraceContext& tc = active("autodiff");
+  ir::Block& b = tc.current_block();
+  return Mark{&b, b.ops.empty() ? nullptr : b.ops.back().get(), b.ops.size()};
+}
+
+std::vector<ir::Operation*> ops_since(const Mark& m) {
+  std::vector<ir::Operation*> out;
+  auto& ops = m.block->ops;
+  size_t start = 0;
+  if (m.last) {
+    // Constants are inserted at the front of the entry block, so find the mark by identity,
+    // from the end (it only moves towards the end).
+    size_t i = ops.size();
+    while (i > 0 && ops[i - 1].get() != m.last) --i;
+    start = i;
+  }
+  for (size_t i = start; i < ops.size(); ++i) out.push_back(ops[i].get());
+  return out;
+}
+
+Array fresh(const Array& x) {
+  active("autodiff");
+  return identity(x);
+}
+
+Array zeros_like(const Array& x) {
+  return lax::full(x.shape(), 0.0, x.dtype());
+}
+
+Array ones_like_scalar(const Array& y) {
+  return lax::full(y.shape(), 1.0, y.dtype());
+}
+
+void check_scalar_output(const Array& y) {
+  if (!y.valid()) throw Error("grad: the function returned an uninitialized Array");
+  if (!y.shape().empty() || !is_float(y.dtype()))
+    throw Error("grad requires real scalar outputs, but the function returned " + type_of(y) +
+                "; use vjp for non-scalar outputs");
+}
+
+void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array>& cts,
+                      const std::string& what) {
+  if (outputs.size() != cts.size())
+    throw Error(what + ": expected " + std::to_string(outputs.size()) + " cotangent leaves, got " +
+                std::to_string(cts.size()));
+  for (size_t i = 0; i < cts.size(); ++i)
+    if (!cts[i].valid() || cts[i].shape() != outputs[i].shape() ||
+        (cts[i].dtype() != outputs[i].dtype() && is_float(outputs[i].dtype())))
+      throw Error(what + ": leaf " + std::to_string(i) + " should be " + type_of(outputs[i]) +
+                  ", got " + (cts[i].valid() ? type_of(cts[i]) : std::string("an invalid Array")));
+}
+
+Array record_custom_vjp(const Mark& start, const std::vector<Array>& inputs, const Array& out,
+                        const std::vector<Array>& residuals, CustomBwd bwd) {
+  auto rec = std::make_shared<CustomRecord>();
+  for (ir::Operation* op : ops_since(start)) {
+    rec->fwd_ops.insert(op);
+    state().custom_inner.insert(op);
+  }
+  rec->inputs = inputs;
+  rec->residuals = residuals;
+  rec->bwd = std::move(bwd);
+  Array y = identity(out);
+  state().customs[y.tracer_value()->defining_op] = rec;
+  return y;
+}
+
+std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
+                            const std::vector<Array>& inputs, const std::vector<Array>& outputs,
+                            const std::vector<Array>& out_cts) {
+  TraceContext& tc = active("autodiff");
+  AdState& st = state();
+  // Forward reachability from the inputs.
+  std::unordered_set<const ir::Value*> reach;
+  std::vector<ir::Value*> in_values;
+  for (const auto& x : inputs) {
+    ir::Value* v = tc.value_of(x);
+    in_values.push_back(v);
+    if (differentiable(v)) reach.insert(v);
+  }
+  for (ir::Operation* op : ops) {
+    if (st.stops.count(op)) continue;
+    bool any = false;
+    auto custom = st.customs.find(op);
+    if (custom != st.customs.end()) {
+      for (const auto& a : custom->second->inputs) any = any || reach.count(tc.value_of(a)) > 0;
+    }
+    for (ir::Value* v : op->operands) any = any || reach.count(v) > 0;
+    if (!any) continue;
+    for (const auto& r : op->results)
+      if (differentiable(r.get())) reach.insert(r.get());
+  }
+  // Cotangents, summed over uses.
+  std::unordered_map<const ir::Value*, Array> ct;
+  auto accumulate = [&](const ir::Value* v, const Array& g) {
+    auto it = ct.find(v);
+    if (it == ct.end())
+      ct.emplace(v, g);
+    else
+      it->second = lax::add(it->second, g);
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    ir::Value* v = tc.value_of(outputs[i]);
+    if (reach.count(v)) accumulate(v, with_weak_type(out_cts[i], false));
+  }
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    ir::Operation* op = *it;
+    if (st.stops.count(op) || st.custom_inner.count(op)) continue;
+    bool has_ct = false;
+    for (const auto& r : op->results) has_ct = has_ct || ct.count(r.get()) > 0;
+    if (!has_ct) continue;
+    auto custom = st.customs.find(op);
+    if (custom != st.customs.end()) {
+      const CustomRecord& rec = *custom->second;
+      const Array g = ct.at(op->result(0));
+      std::vector<Array> gs = rec.bwd(rec.residuals, g);
+      if (gs.size() != rec.inputs.size())
+        throw Error("custom_vjp: bwd returned " + std::to_string(gs.size()) +
+                    " cotangents for a function of " + std::to_string(rec.inputs.size()) +
+                    " arguments");
+      for (size_t i = 0; i < gs.size(); ++i) {
+        ir::Value* v = tc.value_of(rec.inputs[i]);
+        if (!gs[i].valid() || !reach.count(v)) continue;
+        if (gs[i].shape() != rec.inputs[i].shape() || gs[i].dtype() != rec.inputs[i].dtype())
+          throw Error("custom_vjp: bwd's cotangent " + std::to_string(i) + " is " + type_of(gs[i]) +
+                      ", the argument is " + type_of(rec.inputs[i]));
+        accumulate(v, with_weak_type(gs[i], false));
+      }
+      continue;
+    }
+    std::vector<bool> needed;
+    bool any_needed = false;
+    for (ir::Value* v : op->operands) {
+      needed.push_back(reach.count(v) > 0);
+      any_needed = any_needed || needed.back();
+    }
+    if (!any_needed) continue;
+    VjpRule rule;
+    {
+      std::lock_guard<std::mutex> lock(rules_mutex());
+      auto r = rules().find(op->name);
+      if (r != rules().end()) rule = r->second;
+    }
+    if (!rule) throw Error("grad of " + op->name + " is not supported yet (it has no VJP rule)");
+    VjpArgs args{tc, *op, {}, {}, {}, needed};
+    for (ir::Value* v : op->operands) args.operands.push_back(tc.tracer(v, false));
+    for (const auto& r : op->results) {
+      args.results.push_back(tc.tracer(r.get(), false));
+      auto c = ct.find(r.get());
+      if (c != ct.end())
+        args.cts.push_back(c->second);
+      else if (r->type.is_token)
+        args.cts.push_back(Array());
+      else
+        args.cts.push_back(lax::full(r->type.shape, 0.0, r->type.dtype));
+    }
+    const std::vector<std::optional<Array>> gs = rule(args);
+    for (size_t i = 0; i < op->operands.size() && i < gs.size(); ++i) {
+      if (!needed[i] || !gs[i]) continue;
+      const Array& g = *gs[i];
+      const ir::Type& t = op->operands[i]->type;
+      if (g.shape() != t.shape || g.dtype() != t.dtype)
+        throw Error("internal error: the VJP rule of " + op->name + " gave a cotangent " +
+                    type_of(g) + " for operand " + std::to_string(i) + " of type " + t.str());
+      accumulate(op->operands[i], g);
+    }
+  }
+  std::vector<Array> result;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto c = ct.find(in_values[i]);
+    result.push_back(c != ct.end() ? c->second : zeros_like(inputs[i]));
+  }
+  return result;
+}
+
+}  // namespace trace
+
+Array stop_gradient(const Array& x) {
+  if (!x.valid()) throw Error("stop_gradient: an uninitialized Array");
+  if (!trace::current_trace() || !trace::AutodiffWindow::active()) return x;
+  Array y = trace::identity(x);
+  trace::state().stops.insert(y.tracer_value()->defining_op);
+  return y;
+}
+
+}  // namespace cujax

@@ -1,0 +1,36 @@
+// VJP rules of the StableHLO ops (private): registration and helpers shared by the rule files.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cujax/grad.h"
+#include "cujax/lax.h"
+
+namespace cujax::trace::vjp {
+
+using Rules = std::unordered_map<std::string, VjpRule>;
+using Cts = std::vector<std::optional<Array>>;
+
+void register_elementwise_rules(Rules& rules);
+void register_shape_rules(Rules& rules);
+void register_reduction_rules(Rules& rules);
+
+// A scalar constant of x's dtype broadcast to x's shape.
+Array like(const Array& x, double value);
+Array zeros(const Shape& shape, DType dtype);
+// Sums `g` down to `shape` over the dimensions that broadcast_in_dim(x, g.shape, bdims)
+// created or stretched, then reshapes (and transposes) it to `shape`.
+Array unbroadcast(const Array& g, const Shape& shape, const std::vector<int64_t>& bdims);
+// The name of the single computation in a reduce/scatter/reduce_window body
+// ("stablehlo.add"), "select_update" for a body returning its second argument, or "" when the
+// body is anything else.
+std::string body_kind(const ir::Operation& op);
+std::vector<int64_t> ints_or(const ir::Operation& op, const std::string& name,
+                             std::vector<int64_t> dflt);
+std::vector<int64_t> struct_ints(const ir::Attribute* s, const std::string& field);
+int64_t struct_int(const ir::Attribute* s, const std::string& field, int64_t dflt);
+
+}  // namespace cujax::trace::vjp
