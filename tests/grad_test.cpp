@@ -1,6 +1,7 @@
 // Autodiff: every VJP rule against central finite differences in f64, higher derivatives,
 // grad under jit, value_and_grad, vjp/jvp against hand-computed Jacobian products,
 // stop_gradient, custom_vjp, trees and argnums, and errors.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -112,6 +113,20 @@ TEST(Grad, ElementwiseUnary) {
   check_unary(lax::atan, x);
   check_unary(lax::asin, rnd(s, -0.8, 0.8));
   check_unary(lax::log1p, pos);
+}
+
+TEST(Grad, CheckerCatchesAWrongRule) {
+  // The finite-difference check is sharp enough to see a rule off by a factor of 2.
+  auto right = [](const trace::VjpArgs& a) -> std::vector<std::optional<Array>> {
+    return {lax::mul(a.cts[0], lax::cos(a.operands[0]))};
+  };
+  trace::register_vjp_rule("stablehlo.sine", [](const trace::VjpArgs& a) {
+    return std::vector<std::optional<Array>>{
+        lax::mul(a.cts[0], lax::add(lax::cos(a.operands[0]), lax::cos(a.operands[0])))};
+  });
+  EXPECT_NONFATAL_FAILURE(check_unary(lax::sin, rnd({3})), "relative error");
+  trace::register_vjp_rule("stablehlo.sine", right);
+  check_unary(lax::sin, rnd({3}));
 }
 
 TEST(Grad, ZeroGradientOps) {
