@@ -21,12 +21,14 @@ Array weights(int64_t rows, int64_t cols, double scale) {
 
 int main() {
   Mlp params{weights(784, 128, 0.05), jnp::zeros({128}), weights(128, 10, 0.1), jnp::zeros({10})};
+  cujax::JitOptions options;
+  options.name = "mlp_forward";
   auto forward = cujax::jit(
       [](const Mlp& p, const Array& x) {
         Array h = cujax::nn::relu(jnp::matmul(x, p.w1) + p.b1);
         return jnp::matmul(h, p.w2) + p.b2;
       },
-      cujax::JitOptions{.name = "mlp_forward"});
+      options);
   Array x = weights(32, 784, 1.0);
   Array logits = forward(params, x);
   Array predictions = jnp::argmax(logits, -1);

@@ -10,8 +10,7 @@ using cujax::Array;
 int main() {
   cujax::set_explain_cache_misses(true);  // or CUJAX_EXPLAIN_CACHE_MISSES=1
   auto normalize =
-      cujax::jit([](const Array& x) { return (x - jnp::mean(x)) / (jnp::std(x) + 1e-6); },
-                 cujax::JitOptions{.name = "normalize", .arg_names = {"x"}});
+      cujax::jit([](const Array& x) { return (x - jnp::mean(x)) / (jnp::std(x) + 1e-6); }, options);
   std::printf("call 1: f32[32,128] (first call: trace + compile)\n");
   normalize(jnp::ones({32, 128})).block_until_ready();
   std::printf("call 2: f32[32,128] again (cache hit)\n");

@@ -19,6 +19,12 @@ namespace {
 
 namespace jnp = cujax::numpy;
 
+JitOptions named(std::string name) {
+  JitOptions o;
+  o.name = std::move(name);
+  return o;
+}
+
 Array f32(std::vector<float> v, Shape s) {
   return array(HostTensor::from_vector(v, std::move(s)));
 }
@@ -57,7 +63,7 @@ TEST(Jit, MissReasonNamesTheArgumentAndBothTypes) {
 }
 
 TEST(Jit, LogsCompilesWithTimes) {
-  auto f = jit([](const Array& x) { return jnp::sin(x); }, JitOptions{.name = "sine"});
+  auto f = jit([](const Array& x) { return jnp::sin(x); }, named("sine"));
   set_log_compiles(true);
   testing::internal::CaptureStderr();
   f(jnp::zeros({4}));
@@ -158,8 +164,7 @@ TEST(Jit, EagerAndJittedAgree) {
 }
 
 TEST(Stages, LowerCompileAndCall) {
-  auto f = jit([](const Array& a, const Array& b) { return jnp::matmul(a, b); },
-               JitOptions{.name = "mm"});
+  auto f = jit([](const Array& a, const Array& b) { return jnp::matmul(a, b); }, named("mm"));
   auto lowered = f.lower(ShapeDtype{{8, 16}, DType::F32}, ShapeDtype{{16, 4}, DType::F32});
   const std::string text = lowered.as_text();
   EXPECT_NE(text.find("module @jit_mm"), std::string::npos) << text;

@@ -39,7 +39,9 @@ double torch_overhead_us() {
 }  // namespace
 
 int bench_dispatch() {
-  auto tiny = jit([](const Array& x) { return x + 1.0; }, JitOptions{.name = "tiny"});
+  JitOptions options;
+  options.name = "tiny";
+  auto tiny = jit([](const Array& x) { return x + 1.0; }, options);
   Array x = jnp::ones({1});
   const auto t0 = clock::now();
   tiny(x).block_until_ready();
