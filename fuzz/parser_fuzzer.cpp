@@ -1,7 +1,8 @@
 // libFuzzer target for the StableHLO text parser and printer.
 //
 // Any input may be rejected with a ParseError, but nothing else: no crash, no other exception, no
-// hang, no leak. Whatever parses must print, the printed text must parse, and printing that again
+// hang, no leak. Whatever parses must print, the printed text must parse back to the same module
+// (structurally: ops, wiring, types, attributes bit for bit, locations), and printing that again
 // must give the same text (the printer's output is a fixed point).
 //
 //   cmake --preset fuzz && cmake --build build-fuzz --target parser_fuzzer
@@ -15,6 +16,7 @@
 #include "cujax/core/error.h"
 #include "cujax/ir/parser.h"
 #include "cujax/ir/printer.h"
+#include "ir/ir_equal.h"
 #include "ir/parser_limits.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -38,6 +40,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const cujax::ParseError& e) {
     std::fprintf(stderr, "printed module does not parse: %s\n--- printed:\n%s\n", e.what(),
                  printed.c_str());
+    std::abort();
+  }
+  cujax::ir::equal::Comparer same;
+  if (!same.modules(*module, *again)) {
+    std::fprintf(stderr, "printed module parses to a different module: %s\n--- printed:\n%s\n",
+                 same.why.c_str(), printed.c_str());
     std::abort();
   }
   const std::string reprinted = cujax::ir::print_module(*again);
