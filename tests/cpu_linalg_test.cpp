@@ -495,8 +495,9 @@ std::vector<int64_t> or_default(const std::vector<int64_t>& v, size_t n, int64_t
 
 // Per the spec: padded/dilated input, windows sliced with rhs dilation, optionally reversed,
 // dot product with the kernel; groups split and concatenated. Returns shape and values.
+// Only every `every`-th output element is computed (the rest are NaN).
 std::pair<Shape, std::vector<double>> naive_conv(const ConvCase& c, const HostTensor& lhs,
-                                                 const HostTensor& rhs) {
+                                                 const HostTensor& rhs, int64_t every = 1) {
   const int64_t d = nsp(c);
   const auto stride = or_default(c.stride, d, 1), pad = or_default(c.pad, 2 * d, 0);
   const auto ldil = or_default(c.ldil, d, 1), rdil = or_default(c.rdil, d, 1);
@@ -538,11 +539,11 @@ std::pair<Shape, std::vector<double>> naive_conv(const ConvCase& c, const HostTe
   out[c.ob] = Nout;
   out[c.ofd] = O;
   for (int64_t i = 0; i < d; ++i) out[c.os[i]] = osp[i];
-  std::vector<double> res(num_elements(out), 0.0);
+  std::vector<double> res(num_elements(out), std::nan(""));
   const int64_t G = c.fgc * c.bgc, Og = O / G, Cg = C / c.fgc;
   Shape kwin;
   for (int64_t i = 0; i < d; ++i) kwin.push_back(c.rhs[c.ks[i]]);
-  for (int64_t e = 0; e < static_cast<int64_t>(res.size()); ++e) {
+  for (int64_t e = 0; e < static_cast<int64_t>(res.size()); e += every) {
     const auto oi = unravel(e, out);
     const int64_t o = oi[c.ofd], g = o / Og;
     const int64_t n = c.bgc > 1 ? g * Nout + oi[c.ob] : oi[c.ob];
@@ -731,16 +732,74 @@ TEST(CpuConvolution, MatchesNaiveLoops) {
   }
 }
 
-TEST(CpuConvolution, RandomRealsAndLargeImage) {
+TEST(CpuConvolution, RandomRealsAndLargeImages) {
   std::mt19937 rng(8);
-  // Large enough for several im2col rows per task.
-  ConvCase c{{2, 20, 20, 8}, {3, 3, 8, 16}, 0,           3, {1, 2}, 2, 3, {0, 1}, 0, 3,
-             {1, 2},         {1, 1},        {1, 1, 1, 1}};
-  auto l = random_tensor(DType::F32, c.lhs, rng, uniform);
-  auto r = random_tensor(DType::F32, c.rhs, rng, uniform);
-  auto [shape, want] = naive_conv(c, l, r);
-  auto got = run_conv(c, l, r, shape, DType::F32);
-  for (int64_t i = 0; i < got.size(); ++i) ASSERT_NEAR(get(got, i), want[i], 1e-4) << i;
+  const std::vector<ConvCase> cases = {
+      // Several im2col rows per task, one BLAS product.
+      {{2, 20, 20, 8},
+       {3, 3, 8, 16},
+       0,
+       3,
+       {1, 2},
+       2,
+       3,
+       {0, 1},
+       0,
+       3,
+       {1, 2},
+       {1, 1},
+       {1, 1, 1, 1}},
+      // Feature groups through BLAS, in more than one im2col chunk.
+      {{2, 80, 80, 16},
+       {3, 3, 8, 32},
+       0,
+       3,
+       {1, 2},
+       2,
+       3,
+       {0, 1},
+       0,
+       3,
+       {1, 2},
+       {},
+       {1, 1, 1, 1},
+       {},
+       {},
+       {},
+       2},
+      // Depthwise with strides, NCHW.
+      {{2, 16, 30, 30},
+       {16, 1, 3, 3},
+       0,
+       1,
+       {2, 3},
+       1,
+       0,
+       {2, 3},
+       0,
+       1,
+       {2, 3},
+       {2, 2},
+       {0, 1, 0, 1},
+       {},
+       {},
+       {},
+       16},
+      // Batch groups through BLAS.
+      {{4, 16, 30}, {3, 16, 64}, 0, 1, {2}, 1, 2, {0}, 0, 1, {2}, {}, {}, {}, {}, {}, 1, 2},
+      // Large pointwise.
+      {{4, 32, 20, 20}, {48, 32, 1, 1}, 0, 1, {2, 3}, 1, 0, {2, 3}, 0, 1, {2, 3}},
+  };
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const auto& c = cases[ci];
+    auto l = random_tensor(DType::F32, c.lhs, rng, uniform);
+    auto r = random_tensor(DType::F32, c.rhs, rng, uniform);
+    auto [shape, want] = naive_conv(c, l, r, 7);
+    auto got = run_conv(c, l, r, shape, DType::F32);
+    ASSERT_EQ(got.shape(), shape) << ci;
+    for (int64_t i = 0; i < got.size(); i += 7)
+      ASSERT_NEAR(get(got, i), want[i], 1e-4) << ci << " at " << i;
+  }
 }
 
 TEST(CpuConvolution, BoolIsOrOfAnds) {

@@ -34,9 +34,12 @@ namespace {
 
 constexpr int64_t kCopyGrain = 1 << 15;       // elements per parallel chunk of a copy
 constexpr int64_t kGemmGrainFlops = 1 << 16;  // multiply-adds per parallel chunk of a GEMM
-constexpr int64_t kBlasMinFlops = 1 << 15;    // smaller batched products skip CBLAS
-constexpr int64_t kIm2colBudget = 1 << 22;    // elements of one im2col chunk
-constexpr int64_t kTrsmBlock = 128;           // XLA's TriangularSolveExpander block size
+constexpr int64_t kBlasMinFlops = 1 << 12;    // smaller batched products skip CBLAS
+// OpenBLAS runs products up to this size on the calling thread, so batches of them can be
+// spread over our threads.
+constexpr int64_t kBlasSingleThreadFlops = 1 << 18;
+constexpr int64_t kIm2colBudget = 1 << 20;  // elements of one im2col chunk
+constexpr int64_t kTrsmBlock = 128;         // XLA's TriangularSolveExpander block size
 
 template <class T>
 constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
@@ -235,32 +238,63 @@ void store_from(const A* acc, const View& v, HostTensor& out) {
 
 // ------------------------------------------------------------------ GEMM
 
-// C[M,N] = A[M,K] * B[K,N], all row-major with leading dimensions; C is overwritten. Each
-// element sums over k in ascending order.
+// Columns [n0, n0 + W) of rows [m0, m1) of C += A[:, k0:k1] * B[k0:k1, :] (C = when `first`),
+// with the W accumulators of a row in registers.
+template <int W, class A>
+inline void gemm_tile(int64_t m0, int64_t m1, int64_t n0, int64_t k0, int64_t k1, const A* a,
+                      int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, bool first) {
+  for (int64_t m = m0; m < m1; ++m) {
+    A acc[W];
+    A* cr = c + m * ldc + n0;
+    for (int j = 0; j < W; ++j) acc[j] = first ? A(0) : cr[j];
+    const A* ar = a + m * lda;
+    for (int64_t k = k0; k < k1; ++k) {
+      const A av = ar[k];
+      const A* br = b + k * ldb + n0;
+      for (int j = 0; j < W; ++j) acc[j] += av * br[j];
+    }
+    for (int j = 0; j < W; ++j) cr[j] = acc[j];
+  }
+}
+
+// Rows [m0, m1) of C[M,N] = A[M,K] * B[K,N], all row-major with leading dimensions; C is
+// overwritten. Each element sums over k in ascending order.
+template <class A>
+void gemm_rows(int64_t m0, int64_t m1, int64_t N, int64_t K, const A* a, int64_t lda, const A* b,
+               int64_t ldb, A* c, int64_t ldc) {
+  constexpr int kW = 64 / sizeof(A);
+  constexpr int64_t kKB = 256;
+  if (K <= 0) {
+    for (int64_t m = m0; m < m1; ++m) std::fill_n(c + m * ldc, N, A(0));
+    return;
+  }
+  for (int64_t k0 = 0; k0 < K; k0 += kKB) {
+    const int64_t k1 = std::min(K, k0 + kKB);
+    const bool first = k0 == 0;
+    int64_t n0 = 0;
+    for (; n0 + kW <= N; n0 += kW) gemm_tile<kW>(m0, m1, n0, k0, k1, a, lda, b, ldb, c, ldc, first);
+    if constexpr (kW > 8) {
+      if (n0 + 8 <= N) {
+        gemm_tile<8>(m0, m1, n0, k0, k1, a, lda, b, ldb, c, ldc, first);
+        n0 += 8;
+      }
+    }
+    if (n0 + 4 <= N) {
+      gemm_tile<4>(m0, m1, n0, k0, k1, a, lda, b, ldb, c, ldc, first);
+      n0 += 4;
+    }
+    for (; n0 < N; ++n0) gemm_tile<1>(m0, m1, n0, k0, k1, a, lda, b, ldb, c, ldc, first);
+  }
+}
+
+// The same over all rows, split across threads.
 template <class A>
 void gemm_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, int64_t ldb,
                 A* c, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   const int64_t grain = std::max<int64_t>(1, kGemmGrainFlops / std::max<int64_t>(1, N * K));
-  parallel_for(M, grain, [&](int64_t m0, int64_t m1) {
-    constexpr int64_t kNB = 512, kKB = 128;
-    for (int64_t m = m0; m < m1; ++m) std::fill_n(c + m * ldc, N, A(0));
-    for (int64_t n0 = 0; n0 < N; n0 += kNB) {
-      const int64_t nb = std::min(kNB, N - n0);
-      for (int64_t k0 = 0; k0 < K; k0 += kKB) {
-        const int64_t k1 = std::min(K, k0 + kKB);
-        for (int64_t m = m0; m < m1; ++m) {
-          A* __restrict cr = c + m * ldc + n0;
-          const A* ar = a + m * lda;
-          for (int64_t k = k0; k < k1; ++k) {
-            const A av = ar[k];
-            const A* __restrict br = b + k * ldb + n0;
-            for (int64_t n = 0; n < nb; ++n) cr[n] += av * br[n];
-          }
-        }
-      }
-    }
-  });
+  parallel_for(M, grain,
+               [&](int64_t m0, int64_t m1) { gemm_rows(m0, m1, N, K, a, lda, b, ldb, c, ldc); });
 }
 
 inline CBLAS_TRANSPOSE blas_trans(bool t) {
@@ -348,6 +382,8 @@ std::vector<HostTensor> run_dot(const DotPlan& p, const HostTensor& lhs, const H
     a = lhs.data_as<A>();
     ta = p.lhs_trans;
     lda = ta ? M : K;
+  } else if (lhs.dtype() == dtype_of<A>() && p.lhs_view.contiguous() && p.lhs_view.offset == 0) {
+    a = lhs.data_as<A>();
   } else {
     abuf = uninitialized<A>(B * M * K);
     load_as(lhs, p.lhs_view, abuf.get());
@@ -361,6 +397,8 @@ std::vector<HostTensor> run_dot(const DotPlan& p, const HostTensor& lhs, const H
     b = rhs.data_as<A>();
     tb = p.rhs_trans;
     ldb = tb ? K : N;
+  } else if (rhs.dtype() == dtype_of<A>() && p.rhs_view.contiguous() && p.rhs_view.offset == 0) {
+    b = rhs.data_as<A>();
   } else {
     bbuf = uninitialized<A>(B * K * N);
     load_as(rhs, p.rhs_view, bbuf.get());
@@ -375,15 +413,20 @@ std::vector<HostTensor> run_dot(const DotPlan& p, const HostTensor& lhs, const H
     c = cbuf.get();
   }
 
-  if (blas) {
+  const int64_t grain = std::max<int64_t>(1, kGemmGrainFlops / std::max<int64_t>(1, M * N * K));
+  if (blas && B > 1 && M * N * K <= kBlasSingleThreadFlops) {
+    parallel_for(B, grain, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i)
+        matmul<A>(M, N, K, a + i * M * K, lda, ta, b + i * K * N, ldb, tb, c + i * M * N, N);
+    });
+  } else if (blas) {
     for (int64_t i = 0; i < B; ++i)
       matmul<A>(M, N, K, a + i * M * K, lda, ta, b + i * K * N, ldb, tb, c + i * M * N, N);
   } else if (B > 1) {
-    // Many small products: one per task.
-    const int64_t grain = std::max<int64_t>(1, kGemmGrainFlops / std::max<int64_t>(1, M * N * K));
+    // Many small products: several per task.
     parallel_for(B, grain, [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i)
-        gemm_loops<A>(M, N, K, a + i * M * K, K, b + i * K * N, N, c + i * M * N, N);
+        gemm_rows<A>(0, M, N, K, a + i * M * K, K, b + i * K * N, N, c + i * M * N, N);
     });
   } else {
     gemm_loops<A>(M, N, K, a, K, b, N, c, N);
@@ -552,9 +595,10 @@ struct ConvPlan {
   View out_view;  // [Nout, P..., O] -> result layout
 };
 
-// One im2col row: the window of output row `row` of group `g`, Wk blocks of Cg features.
+// One im2col row: the windows of output row `row` (reading input batch group `bg`), laid out
+// [feature group][kernel position][feature in group], zero where a window leaves the input.
 template <class A>
-void im2col_row(const ConvPlan& p, const A* x, int64_t g, int64_t row, A* dst) {
+void im2col_row(const ConvPlan& p, const A* x, int64_t bg, int64_t row, A* dst) {
   const int64_t np = row / p.P;
   int64_t pflat = row % p.P;
   int64_t pos[8];
@@ -568,10 +612,9 @@ void im2col_row(const ConvPlan& p, const A* x, int64_t g, int64_t row, A* dst) {
     pidx[d] = pflat % p.out_sp[d];
     pflat /= p.out_sp[d];
   }
-  const int64_t n = p.bgc > 1 ? g * p.Nout + np : np;
-  const int64_t c0 = p.fgc > 1 ? g * p.Cg : 0;
-  const A* xb = x + n * p.S * p.C + c0;
-  for (int64_t kflat = 0; kflat < p.Wk; ++kflat) {
+  const A* xb = x + (bg * p.Nout + np) * p.S * p.C;
+  const int64_t cg = p.Cg, wk = p.Wk;
+  for (int64_t kflat = 0; kflat < wk; ++kflat) {
     int64_t rem = kflat, off = 0;
     bool valid = true;
     for (int64_t d = p.nsp - 1; d >= 0; --d) {
@@ -584,11 +627,15 @@ void im2col_row(const ConvPlan& p, const A* x, int64_t g, int64_t row, A* dst) {
       }
       off += t * p.in_sp_stride[d];
     }
-    A* o = dst + kflat * p.Cg;
-    if (valid) {
-      std::copy_n(xb + off, p.Cg, o);
-    } else {
-      std::fill_n(o, p.Cg, A(0));
+    for (int64_t g = 0; g < p.fgc; ++g) {
+      A* o = dst + (g * wk + kflat) * cg;
+      if (cg == 1) {
+        o[0] = valid ? xb[off + g] : A(0);
+      } else if (valid) {
+        std::copy_n(xb + off + g * cg, cg, o);
+      } else {
+        std::fill_n(o, cg, A(0));
+      }
     }
   }
 }
@@ -597,7 +644,8 @@ template <class A>
 std::vector<HostTensor> run_conv(const ConvPlan& p, const HostTensor& lhs, const HostTensor& rhs) {
   HostTensor out(p.out_dtype, p.out_shape);
   if (out.size() == 0) return {out};
-  const int64_t depth = p.Wk * p.Cg;
+  const int64_t depth = p.Wk * p.Cg;  // one group's share of an im2col row
+  const int64_t width = depth * p.fgc;
   auto y = uninitialized<A>(out.size());
   if (depth == 0 || lhs.size() == 0) {
     std::fill_n(y.get(), out.size(), A(0));
@@ -607,23 +655,50 @@ std::vector<HostTensor> run_conv(const ConvPlan& p, const HostTensor& lhs, const
     auto kc = uninitialized<A>(rhs.size());
     load_as(rhs, p.k_view, kc.get());
     const int64_t rows = p.Nout * p.P;
-    for (int64_t g = 0; g < p.G; ++g) {
-      const A* kg = kc.get() + g * depth * p.Og;
-      A* yg = y.get() + g * p.Og;
+    // Batch groups read different input rows; feature groups share one im2col row each.
+    // Products of many narrow groups (depthwise) run in our loops, a block of rows per task,
+    // rather than as one BLAS call per group.
+    constexpr bool kBlas = std::is_floating_point_v<A>;
+    const bool loops = !kBlas || p.Og * depth <= 1024;
+    for (int64_t bg = 0; bg < p.bgc; ++bg) {
+      const int64_t yoff = p.bgc > 1 ? bg * p.Og : 0;
+      const A* kb = kc.get() + (p.bgc > 1 ? bg * depth * p.Og : 0);
+      auto kernel_of = [&](int64_t g) { return kb + g * depth * p.Og; };
       if (p.pointwise) {
-        const A* a =
-            x.get() + (p.bgc > 1 ? g * p.Nout * p.S * p.C : 0) + (p.fgc > 1 ? g * p.Cg : 0);
-        matmul<A>(rows, p.Og, p.Cg, a, p.C, false, kg, p.Og, false, yg, p.O);
+        const A* a = x.get() + bg * p.Nout * p.S * p.C;
+        for (int64_t g = 0; g < p.fgc; ++g)
+          matmul<A>(rows, p.Og, depth, a + g * depth, p.C, false, kernel_of(g), p.Og, false,
+                    y.get() + yoff + g * p.Og, p.O);
         continue;
       }
-      const int64_t chunk = std::clamp<int64_t>(kIm2colBudget / depth, 1, rows);
-      auto col = uninitialized<A>(chunk * depth);
+      if (loops) {
+        constexpr int64_t kRows = 64;
+        const int64_t blocks = (rows + kRows - 1) / kRows;
+        const int64_t flops = kRows * width * p.Og;
+        parallel_for(
+            blocks, std::max<int64_t>(1, kGemmGrainFlops / flops), [&](int64_t b0, int64_t b1) {
+              auto col = uninitialized<A>(kRows * width);
+              for (int64_t blk = b0; blk < b1; ++blk) {
+                const int64_t r0 = blk * kRows, nr = std::min(kRows, rows - r0);
+                for (int64_t i = 0; i < nr; ++i)
+                  im2col_row(p, x.get(), bg, r0 + i, col.get() + i * width);
+                for (int64_t g = 0; g < p.fgc; ++g)
+                  gemm_rows<A>(0, nr, p.Og, depth, col.get() + g * depth, width, kernel_of(g), p.Og,
+                               y.get() + r0 * p.O + yoff + g * p.Og, p.O);
+              }
+            });
+        continue;
+      }
+      const int64_t chunk = std::clamp<int64_t>(kIm2colBudget / width, 1, rows);
+      auto col = uninitialized<A>(chunk * width);
       for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t nr = std::min(chunk, rows - r0);
-        parallel_for(nr, std::max<int64_t>(1, kCopyGrain / depth), [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) im2col_row(p, x.get(), g, r0 + i, col.get() + i * depth);
+        parallel_for(nr, std::max<int64_t>(1, kCopyGrain / width), [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) im2col_row(p, x.get(), bg, r0 + i, col.get() + i * width);
         });
-        matmul<A>(nr, p.Og, depth, col.get(), depth, false, kg, p.Og, false, yg + r0 * p.O, p.O);
+        for (int64_t g = 0; g < p.fgc; ++g)
+          matmul<A>(nr, p.Og, depth, col.get() + g * depth, width, false, kernel_of(g), p.Og, false,
+                    y.get() + r0 * p.O + yoff + g * p.Og, p.O);
       }
     }
   }
@@ -816,8 +891,7 @@ Kernel convolution_kernel(const ir::Operation& op, Compiler&) {
     }
     if (p->acc == AccKind::F32 || p->acc == AccKind::F64) {
       const int64_t max_rows = p->pointwise ? p->Nout * p->P : kIm2colBudget;
-      if (!fits_blas_int(max_rows) || !fits_blas_int(p->Wk * p->Cg) || !fits_blas_int(p->O) ||
-          !fits_blas_int(p->C))
+      if (!fits_blas_int(max_rows) || !fits_blas_int(p->Wk * p->C) || !fits_blas_int(p->O))
         unsupported(op, "convolution too large for the BLAS interface");
     }
   } catch (const UnsupportedError&) {
