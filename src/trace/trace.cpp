@@ -24,7 +24,7 @@ TraceContext::TraceContext(std::string module_name) : module_(std::make_unique<i
 
 Array TraceContext::add_argument(const ShapeDtype& aval, const std::string& loc) {
   ir::Value* v = function_->entry().add_argument(ir_type(aval));
-  v->loc = loc;
+  if (!loc.empty()) v->loc = "loc(\"" + loc + "\")";  // as JAX names arguments: loc("x")
   function_->arg_attrs.emplace_back();
   return tracer(v, aval.weak_type);
 }
