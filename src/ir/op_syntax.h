@@ -152,6 +152,17 @@ inline const OpSyntax* find(std::string_view name) {
   return nullptr;
 }
 
+// Values the pretty `compare` form accepts (the generic form keeps any identifier).
+inline constexpr std::string_view kComparisonDirections[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
+inline constexpr std::string_view kComparisonTypes[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
+                                                        "UNSIGNED"};
+template <size_t N>
+bool one_of(const std::string_view (&values)[N], std::string_view v) {
+  for (auto x : values)
+    if (x == v) return true;
+  return false;
+}
+
 // Ops the compact `reduce ... applies <op>` form accepts: commutative binary StableHLO ops.
 inline bool is_compact_reducer(std::string_view name) {
   return name == "stablehlo.add" || name == "stablehlo.multiply" || name == "stablehlo.maximum" ||

@@ -1553,8 +1553,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
       ws();
       const size_t at = pos_;
       std::string_view dir = ident("comparison direction");
-      static constexpr std::string_view kDirs[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-      if (std::find(std::begin(kDirs), std::end(kDirs), dir) == std::end(kDirs))
+      if (!syntax::one_of(syntax::kComparisonDirections, dir))
         fail(at, "unknown comparison direction " + quoted(dir));
       p.attrs.push_back(
           {"comparison_direction", Attribute::enum_attr("comparison_direction", std::string(dir))});
@@ -1566,9 +1565,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
         ws();
         const size_t tat = pos_;
         std::string_view t = ident("comparison type");
-        static constexpr std::string_view kTypes[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
-                                                      "UNSIGNED"};
-        if (std::find(std::begin(kTypes), std::end(kTypes), t) == std::end(kTypes))
+        if (!syntax::one_of(syntax::kComparisonTypes, t))
           fail(tat, "unknown comparison type " + quoted(t));
         p.attrs.push_back(
             {"compare_type", Attribute::enum_attr("comparison_type", std::string(t))});

@@ -629,8 +629,11 @@ class ModulePrinter {
       case Form::Compare: {
         const Attribute* dir = enum_of(op, "comparison_direction", "comparison_direction");
         const Attribute* ct = op.attr("compare_type");
-        if (!dir || nres != 1) return false;
-        if (ct && !enum_of(op, "compare_type", "comparison_type")) return false;
+        if (!dir || nres != 1 || !syntax::one_of(syntax::kComparisonDirections, dir->enum_value))
+          return false;
+        if (ct && (!enum_of(op, "compare_type", "comparison_type") ||
+                   !syntax::one_of(syntax::kComparisonTypes, ct->enum_value)))
+          return false;
         out += head + "  " + dir->enum_value + ", ";
         value_list(op.operands);
         if (ct) out += ",  " + ct->enum_value;
