@@ -947,7 +947,7 @@ TEST(ParserErrors, SplatBudget) {
 // ---- printing
 // ------------------------------------------------------------------------------------
 
-TEST(Printer, TypesAndAttributes) {
+TEST(ParserPrinter, TypesAndAttributes) {
   EXPECT_EQ(print_type(Type::tensor({2, 3}, DType::F32)), "tensor<2x3xf32>");
   EXPECT_EQ(print_type(Type::tensor({}, DType::U8)), "tensor<ui8>");
   EXPECT_EQ(print_type(Type::token()), "!stablehlo.token");
@@ -971,7 +971,7 @@ TEST(Printer, TypesAndAttributes) {
   EXPECT_EQ(print_attribute(*Attribute::symbol("f")), "@f");
 }
 
-TEST(Printer, ProgrammaticModuleUsesJaxStyle) {
+TEST(ParserPrinter, ProgrammaticModuleUsesJaxStyle) {
   Module m;
   m.name = "jit_f";
   Function& f = m.add_function("main");
@@ -1011,7 +1011,7 @@ TEST(Printer, ProgrammaticModuleUsesJaxStyle) {
 }
 
 // Every float of every width prints as text that reads back to the same bits.
-TEST(Printer, FloatsRoundTripExactly) {
+TEST(ParserPrinter, FloatsRoundTripExactly) {
   using asm_util::decimal_to_float_bits;
   using asm_util::format_float;
   auto check = [](uint64_t bits, DType t) {
