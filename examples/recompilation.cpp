@@ -9,6 +9,9 @@ using cujax::Array;
 
 int main() {
   cujax::set_explain_cache_misses(true);  // or CUJAX_EXPLAIN_CACHE_MISSES=1
+  cujax::JitOptions options;
+  options.name = "normalize";
+  options.arg_names = {"x"};
   auto normalize =
       cujax::jit([](const Array& x) { return (x - jnp::mean(x)) / (jnp::std(x) + 1e-6); }, options);
   std::printf("call 1: f32[32,128] (first call: trace + compile)\n");
