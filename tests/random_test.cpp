@@ -184,6 +184,22 @@ TEST(Original, DocsUniform) {
   EXPECT_FLOAT_EQ(jr::uniform(jr::key_at(jr::split(key), 1)).item<float>(), 0.10536897f);
 }
 
+// [DOCS-OLD-NORMAL] The "Pseudorandom numbers" tutorial before JAX 0.5
+// (jax.readthedocs.io/en/latest/random-numbers.html, as copied in
+// github.com/GALVINLAI/lai_PSR_RCBCD): key = PRNGKey(12); three times
+// `new_key, subkey = split(key); normal(subkey)`, printing 0.735927939414978, 1.810187578201294,
+// 0.11553369462490082.
+TEST(Original, DocsNormalDraws) {
+  jr::ThreefryPartitionableScope off(false);
+  Array key = jr::PRNGKey(12);
+  const double expected[] = {0.735927939414978, 1.810187578201294, 0.11553369462490082};
+  for (double e : expected) {
+    const Array keys = jr::split(key);
+    EXPECT_NEAR(jr::normal(jr::key_at(keys, 1)).item<float>(), e, 2e-7 * (1 + std::abs(e)));
+    key = jr::key_at(keys, 0);
+  }
+}
+
 // [CONF] random_split_.mlir: split(PRNGKey(42)).
 TEST(Original, ConformanceSplit) {
   jr::ThreefryPartitionableScope off(false);
