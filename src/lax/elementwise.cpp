@@ -322,7 +322,7 @@ Array erf_inv(const Array& x) {
         1.0103004648645343977,      4.8499064014085844221};
     const Array one = like(x, 1.0);
     const Array w = neg(log1p(neg(mul(x, x))));
-    const Array small = polynomial(sub(w, like(x, 6.25)), w_small);
+    const Array small = polynomial(sub(w, like(x, 3.125)), w_small);
     const Array sw = sqrt(w);
     const Array mid = polynomial(sub(sw, like(x, 3.25)), w_mid);
     const Array large = polynomial(sub(sw, like(x, 5.0)), w_large);

@@ -118,8 +118,9 @@ Array argminmax(const std::string& op, const Array& x, int64_t axis, DType index
     const Array &op_val = v[0], &op_index = v[1], &acc_val = v[2], &acc_index = v[3];
     const Array better = is_max ? gt(op_val, acc_val) : lt(op_val, acc_val);
     const Array pick_val = bitwise_or(better, ne(op_val, op_val));
-    const Array pick_index =
-        bitwise_or(pick_val, bitwise_and(eq(op_val, acc_val), lt(op_index, acc_index)));
+    const Array same_val = eq(op_val, acc_val);
+    const Array lower_index = lt(op_index, acc_index);
+    const Array pick_index = bitwise_or(pick_val, bitwise_and(same_val, lower_index));
     return std::vector<Array>{select(pick_val, op_val, acc_val),
                               select(pick_index, op_index, acc_index)};
   };
