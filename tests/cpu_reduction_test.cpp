@@ -462,8 +462,8 @@ TEST(CpuReduceWindow, WindowDilation) {
 
 TEST(CpuReduceWindow, VariadicWindowArgmax) {
   OneOp m;
-  Value* x = m.arg(tensor<float>({3, 1, 4, 1, 5, 9, 2, 6}, {8}));
-  Value* idx = m.arg(tensor<int32_t>({0, 1, 2, 3, 4, 5, 6, 7}, {8}));
+  Value* x = m.arg(tensor<float>({3, 1, 4, 1, 5, 9, 2, 6, 5}, {9}));
+  Value* idx = m.arg(tensor<int32_t>({0, 1, 2, 3, 4, 5, 6, 7, 8}, {9}));
   Value* init = m.arg(scalar(-kInf));
   Value* init_i = m.arg(scalar<int32_t>(0));
   auto& op = m.op("stablehlo.reduce_window", {x, idx, init, init_i},

@@ -841,8 +841,9 @@ void reduce_fast(const T* in, T* out, T init, const ReducePlan& p, Op op) {
     const int64_t KC = std::min<int64_t>(K, 1024);
     const int64_t nkb = (K + KC - 1) / KC;
     const int64_t blocks = (p.num_out / K) * nkb;
-    const int64_t rows = std::max<int64_t>(1, kChunk / KC);
-    const int64_t nc = (blocks < 64 && p.num_red > 2 * rows) ? (p.num_red + rows - 1) / rows : 1;
+    // At most 64 chunks, so the partial results stay small (<= 16 * 64 * 1024 values).
+    const int64_t rows = std::max({int64_t{1}, kChunk / KC, (p.num_red + 63) / 64});
+    const int64_t nc = (blocks < 16 && p.num_red > 2 * rows) ? (p.num_red + rows - 1) / rows : 1;
     // Not std::vector: vector<bool> packs bits, and threads write neighbouring partials.
     std::unique_ptr<A[]> partial(new A[nc > 1 ? blocks * nc * KC : 1]);
     parallel_for(blocks * nc, grain_for(std::min(p.num_red, rows) * KC), [&](int64_t b, int64_t e) {
