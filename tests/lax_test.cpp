@@ -238,6 +238,8 @@ TEST(LaxElementwise, SignsAndRounding) {
         f32({1, INFINITY, NAN, -3}));
   check([](const Array& a) { return L::abs(a); }, {3, 0, 5}, 0, {}, i32({-3, 0, 5}));
   check([](const Array& a) { return L::sign(a); }, {-1, 0, 1}, 0, {}, i32({-3, 0, 5}));
+  check([](const Array& a) { return L::sign(a); }, {0, 1, 1}, 0, {"stablehlo.select"},
+        arr(std::vector<uint8_t>{0, 1, 200}, {3}));
 }
 
 TEST(LaxElementwise, ErfMatchesLibm) {

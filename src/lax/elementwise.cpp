@@ -208,6 +208,12 @@ Array abs(const Array& x) {
   return unary("abs", "stablehlo.abs", x, Kinds::SignedOrFloat);
 }
 Array sign(const Array& x) {
+  check_dtype("sign", x, Kinds::Num);
+  // stablehlo.sign takes signed and floating-point operands; JAX lowers unsigned as x == 0 ? 0 : 1.
+  if (is_unsigned_int(x.dtype())) {
+    const Array is_zero = eq(x, like(x, 0));
+    return select(is_zero, like(x, 0), like(x, 1));
+  }
   return unary("sign", "stablehlo.sign", x, Kinds::Num);
 }
 Array floor(const Array& x) {
