@@ -2,6 +2,7 @@
 // and jitted calls return at once with buffers their device's worker computes in order.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -30,7 +31,7 @@ class Buffer {
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  bool ready_ = false;
+  std::atomic<bool> ready_{false};  // written under mu_; read without it to spin briefly
   HostTensor value_;
   std::exception_ptr error_;
   std::string error_what_;
@@ -56,6 +57,7 @@ class DeviceQueue {
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
   std::deque<std::function<void()>> tasks_;
+  std::atomic<size_t> queued_{0};  // tasks_.size(), readable without mu_ for the worker's spin
   bool running_task_ = false;
   bool stopping_ = false;
   std::thread worker_;
