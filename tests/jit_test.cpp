@@ -163,6 +163,21 @@ TEST(Jit, EagerAndJittedAgree) {
   for (size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(eager[i], jitted[i], 1e-6) << i;
 }
 
+// JAX keeps weak types through jit: jit(lambda x: x * 2)(3.0) is f32{weak}, so a following
+// op with an f16 array stays f16, exactly as the eager x * 2 would.
+TEST(Jit, OutputsKeepTheirWeakTypes) {
+  auto f = jit([](const Array& x) { return x * 2.0; });
+  Array eager = scalar(3.0) * 2.0;
+  Array jitted = f(scalar(3.0));
+  EXPECT_TRUE(eager.weak_type());
+  EXPECT_EQ(jitted.weak_type(), eager.weak_type());
+  Array h = jnp::astype(f32({1, 2}, {2}), DType::F16);
+  EXPECT_EQ((jitted * h).dtype(), DType::F16);
+  EXPECT_FALSE(f(f32({1}, {1})).weak_type());
+  auto compiled = f.lower(ShapeDtype{{}, DType::F32, true}).compile();
+  EXPECT_TRUE(compiled(scalar(3.0)).weak_type());
+}
+
 TEST(Stages, LowerCompileAndCall) {
   auto f = jit([](const Array& a, const Array& b) { return jnp::matmul(a, b); }, named("mm"));
   auto lowered = f.lower(ShapeDtype{{8, 16}, DType::F32}, ShapeDtype{{16, 4}, DType::F32});

@@ -119,7 +119,7 @@ class JitCore {
   const Entry* find(const std::string& key) const;
   // Logs the miss (with its reason), runs the IR passes, compiles, caches.
   const Entry& add(const Signature& sig, std::unique_ptr<ir::Module> module, std::any out_structure,
-                   double trace_seconds);
+                   const std::vector<Array>& out_leaves, double trace_seconds);
   size_t cache_size() const { return cache_.size(); }
   int64_t compile_count() const { return compile_count_; }
   // Per dynamic leaf: whether its argument is in donate_argnums.
@@ -138,6 +138,8 @@ class JitCore {
 std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> module,
                                                 const std::string& platform,
                                                 const std::vector<bool>& donated);
+// Outputs keep the weak types they had in the trace (jit(f)(x) * 2 promotes as f(x) * 2 does).
+void set_output_weak_types(CompiledProgram& program, const std::vector<Array>& out_leaves);
 // Dispatches a compiled program on dynamic input leaves; results are ready later.
 std::vector<Array> execute(const CompiledProgram& program, const std::vector<Array>& inputs);
 // Marks arguments as donated (jax.buffer_donor) in the module's signature.
@@ -288,8 +290,9 @@ template <class Out>
 Compiled<Out> Lowered<Out>::compile() const {
   // Compile from the printed text: the Lowered stays usable and the program is exactly what
   // as_text() shows.
-  return Compiled<Out>(trace::compile_module(trace::reparse(text_), platform_, donated_),
-                       out_structure_);
+  auto program = trace::compile_module(trace::reparse(text_), platform_, donated_);
+  trace::set_output_weak_types(*program, tree_leaves(out_structure_));
+  return Compiled<Out>(std::move(program), out_structure_);
 }
 
 template <class F>
@@ -317,7 +320,8 @@ class Jitted {
       auto [module, out] = trace_to_module<Out>(tuple, sig);
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      entry = &core_->add(sig, std::move(module), std::any(std::move(out)), secs);
+      const std::vector<Array> out_leaves = tree_leaves(out);
+      entry = &core_->add(sig, std::move(module), std::any(std::move(out)), out_leaves, secs);
     }
     std::vector<Array> dynamic;
     for (size_t i = 0; i < leaves.size(); ++i)

@@ -61,7 +61,9 @@ void Buffer::set_error(std::exception_ptr error, std::string what) {
   cv_.notify_all();
 }
 
-bool Buffer::is_ready() const { return ready_.load(std::memory_order_acquire); }
+bool Buffer::is_ready() const {
+  return ready_.load(std::memory_order_acquire);
+}
 
 const HostTensor& Buffer::wait() const {
   spin_until([this] { return ready_.load(std::memory_order_acquire); }, kWaiterSpin);

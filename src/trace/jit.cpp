@@ -176,7 +176,8 @@ std::string JitCore::explain_miss(const Signature& sig) const {
 }
 
 const JitCore::Entry& JitCore::add(const Signature& sig, std::unique_ptr<ir::Module> module,
-                                   std::any out_structure, double trace_seconds) {
+                                   std::any out_structure, const std::vector<Array>& out_leaves,
+                                   double trace_seconds) {
   if (explain_cache_misses() || log_compiles())
     std::fprintf(stderr, "cujax: TRACING CACHE MISS for %s: %s\n", options_.name.c_str(),
                  explain_miss(sig).c_str());
@@ -185,6 +186,7 @@ const JitCore::Entry& JitCore::add(const Signature& sig, std::unique_ptr<ir::Mod
                  trace_seconds);
   auto program = compile_module(std::move(module), options_.platform, donated_leaves(sig));
   program->trace_seconds = trace_seconds;
+  set_output_weak_types(*program, out_leaves);
   if (log_compiles())
     std::fprintf(stderr,
                  "cujax: Compiling %s with global shapes and types %s\n"
@@ -276,6 +278,11 @@ void check_compiled_inputs(const CompiledProgram& program, const std::vector<Arr
                   "; a Compiled function never recompiles: lower and compile again for new "
                   "shapes, or use jit");
   }
+}
+
+void set_output_weak_types(CompiledProgram& program, const std::vector<Array>& out_leaves) {
+  for (size_t i = 0; i < out_leaves.size() && i < program.out_avals.size(); ++i)
+    program.out_avals[i].weak_type = out_leaves[i].weak_type();
 }
 
 std::vector<Array> execute(const CompiledProgram& program, const std::vector<Array>& inputs) {
