@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -23,12 +24,20 @@ double median(std::vector<double> v) {
 }
 
 // PyTorch's eager call overhead on the same machine, when Debian's python3-torch is present.
+// Debian's python3-torch lives under the system interpreter, which may not be the first
+// python3 on PATH (pyenv, venvs); CUJAX_PEER_PYTHON overrides.
+std::string peer_python() {
+  if (const char* p = std::getenv("CUJAX_PEER_PYTHON")) return p;
+  if (std::filesystem::exists("/usr/bin/python3")) return "/usr/bin/python3";
+  return "python3";
+}
+
 double torch_overhead_us() {
-  const char* script =
-      "python3 -c \"import time,torch;x=torch.ones(1);[x+1 for _ in range(1000)];"
-      "t=time.perf_counter();n=20000;[x+1 for _ in range(n)];"
-      "print((time.perf_counter()-t)/n*1e6)\" 2>/dev/null";
-  FILE* p = popen(script, "r");
+  const std::string script = peer_python() +
+                             " -c \"import time,torch;x=torch.ones(1);[x+1 for _ in range(1000)];"
+                             "t=time.perf_counter();n=20000;[x+1 for _ in range(n)];"
+                             "print((time.perf_counter()-t)/n*1e6)\" 2>/dev/null";
+  FILE* p = popen(script.c_str(), "r");
   if (!p) return -1;
   double us = -1;
   if (std::fscanf(p, "%lf", &us) != 1) us = -1;
