@@ -9,6 +9,7 @@
 #include "cujax/jit.h"
 #include "cujax/lax.h"
 #include "cujax/numpy.h"
+#include "cujax/random.h"
 #include "cujax/vmap.h"
 
 namespace cujax {
@@ -219,6 +220,21 @@ TEST(Vmap, TupleOutputsAndTreeLeafAxes) {
   expect_close(b, unrolled(3, [&](int64_t i) {
                  return f({example(p[0], i), p[1]}, example(xs, i)).second;
                }));
+}
+
+TEST(Vmap, RandomOverKeys) {
+  const Array keys = random::split(random::PRNGKey(0), 4);
+  auto draw = [](const Array& k) { return random::uniform(k, {3}); };
+  expect_close(vmap(draw)(keys),
+               unrolled(4, [&](int64_t i) { return draw(random::key_at(keys, i)); }));
+}
+
+TEST(Vmap, StopGradientUnderGradOfVmap) {
+  auto f = [](const Array& w, const Array& x) { return jnp::sum(stop_gradient(w * x) + w * x); };
+  const Array w = rnd({3}, 33), xs = rnd({4, 3}, 34);
+  // d/dw sum_i (sg(w x_i) + w x_i) = sum_i x_i: the stop_gradient half contributes nothing.
+  auto total = [&](const Array& wt) { return jnp::sum(vmap(f, {not_mapped, 0})(wt, xs)); };
+  expect_close(grad(total)(w), jnp::sum(xs, {0}));
 }
 
 }  // namespace
