@@ -161,8 +161,7 @@ std::vector<Batched> batch(const std::vector<ir::Operation*>& ops,
     const std::vector<Batched> rs = rule(args);
     if (rs.size() != op->num_results())
       throw Error("internal error: the batching rule of " + op->name + " gave " +
-                  std::to_string(rs.size()) + " results for " + std::to_string(op->num_results()) +
-                  "");
+                  std::to_string(rs.size()) + " results for " + std::to_string(op->num_results()));
     for (size_t i = 0; i < rs.size(); ++i) {
       const ir::Type& t = op->result(i)->type;
       Shape s = rs[i].value.shape();
