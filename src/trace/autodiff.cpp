@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "cujax/lax.h"
+#include "trace/autodiff_markers.h"
 #include "trace/vjp_rules.h"
 
 namespace cujax {
@@ -100,6 +101,13 @@ AutodiffWindow::~AutodiffWindow() {
 }
 bool AutodiffWindow::active() {
   return state().depth > 0;
+}
+
+bool is_stop_gradient_marker(const ir::Operation* op) {
+  return state().stops.count(op) > 0;
+}
+bool is_custom_vjp_marker(const ir::Operation* op) {
+  return state().customs.count(op) > 0;
 }
 
 Mark mark() {

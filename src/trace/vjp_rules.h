@@ -32,5 +32,8 @@ std::vector<int64_t> ints_or(const ir::Operation& op, const std::string& name,
                              std::vector<int64_t> dflt);
 std::vector<int64_t> struct_ints(const ir::Attribute* s, const std::string& field);
 int64_t struct_int(const ir::Attribute* s, const std::string& field, int64_t dflt);
+// Copies `src` (with its nested regions) into `dst`, mapping values through `map`.
+void clone_block(const ir::Block& src, ir::Block& dst,
+                 std::unordered_map<const ir::Value*, ir::Value*>& map);
 
 }  // namespace cujax::trace::vjp

@@ -86,7 +86,8 @@ Array clamp_indices(const Array& idx, int64_t ivd, const std::vector<int64_t>& h
   return clamp(full(idx.shape(), 0.0, idx.dtype()), idx, hb);
 }
 
-// Copies `src` (with its nested regions) into `dst`, mapping values through `map`.
+}  // namespace
+
 void clone_block(const ir::Block& src, ir::Block& dst,
                  std::unordered_map<const ir::Value*, ir::Value*>& map) {
   for (const auto& arg : src.arguments) map[arg.get()] = dst.add_argument(arg->type);
@@ -108,8 +109,6 @@ void clone_block(const ir::Block& src, ir::Block& dst,
     dst.push_back(std::move(c));
   }
 }
-
-}  // namespace
 
 void register_reduction_rules(Rules& r) {
   r["stablehlo.dot_general"] = [](const VjpArgs& a) -> Cts {

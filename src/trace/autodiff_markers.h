@@ -1,0 +1,13 @@
+// The autodiff markers of the active trace (private), for transformations that re-emit ops.
+#pragma once
+
+#include "cujax/ir/ir.h"
+
+namespace cujax::trace {
+
+// Whether `op` is a stop_gradient marker / a custom_vjp output marker recorded inside an open
+// AutodiffWindow (false once the outermost window has closed).
+bool is_stop_gradient_marker(const ir::Operation* op);
+bool is_custom_vjp_marker(const ir::Operation* op);
+
+}  // namespace cujax::trace

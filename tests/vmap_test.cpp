@@ -1,0 +1,241 @@
+// vmap: each rule family against the unrolled computation (f applied example by example and
+// stacked), in_axes 0/1/not_mapped and out_axes 0/1, per-example gradients, grad of vmap,
+// the size-mismatch error and compilation under jit.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "cujax/grad.h"
+#include "cujax/jit.h"
+#include "cujax/lax.h"
+#include "cujax/numpy.h"
+#include "cujax/random.h"
+#include "cujax/vmap.h"
+
+namespace cujax {
+namespace {
+
+namespace jnp = cujax::numpy;
+
+Array rnd(const Shape& shape, uint32_t seed = 1) {
+  std::vector<float> v(static_cast<size_t>(num_elements(shape)));
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(-1.0 + 2.0 * ((s >> 8) / double(1u << 24)));
+  }
+  return array(HostTensor::from_vector(v, shape));
+}
+
+// Example i of x along `axis`.
+Array example(const Array& x, int64_t i, int64_t axis = 0) {
+  return lax::squeeze(lax::slice_in_dim(x, i, i + 1, 1, axis), {axis});
+}
+
+// The unrolled reference: fn(i) for every i, stacked along `axis`.
+Array unrolled(int64_t n, const std::function<Array(int64_t)>& fn, int64_t axis = 0) {
+  std::vector<Array> ys;
+  for (int64_t i = 0; i < n; ++i) ys.push_back(fn(i));
+  return jnp::stack(ys, axis);
+}
+
+void expect_close(const Array& got, const Array& want, double tol = 1e-5) {
+  ASSERT_EQ(got.shape(), want.shape());
+  ASSERT_EQ(got.dtype(), want.dtype());
+  const auto g = jnp::astype(got, DType::F64).to_vector<double>();
+  const auto w = jnp::astype(want, DType::F64).to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], tol) << "at " << i;
+}
+
+TEST(Vmap, ElementwiseInAxesAndOutAxes) {
+  auto f = [](const Array& x, const Array& y) { return jnp::sin(x) * y + 2.0; };
+  const Array x = rnd({3, 4}, 1), y = rnd({3, 4}, 2), yt = rnd({4, 3}, 3), c = rnd({4}, 4);
+  expect_close(vmap(f)(x, y),
+               unrolled(3, [&](int64_t i) { return f(example(x, i), example(y, i)); }));
+  expect_close(vmap(f, {0, 1})(x, yt),
+               unrolled(3, [&](int64_t i) { return f(example(x, i), example(yt, i, 1)); }));
+  expect_close(vmap(f, {0, not_mapped})(x, c),
+               unrolled(3, [&](int64_t i) { return f(example(x, i), c); }));
+  expect_close(vmap(f, {not_mapped, 1}, 1)(c, yt),
+               unrolled(
+                   3, [&](int64_t i) { return f(c, example(yt, i, 1)); }, 1));
+}
+
+TEST(Vmap, SelectClampCompareConvert) {
+  auto f = [](const Array& x, const Array& t) {
+    Array m = jnp::where(x > t, x, -x);
+    return jnp::astype(jnp::clip(m, -0.5, 0.5) * 10.0, DType::I32);
+  };
+  const Array x = rnd({5, 3}, 5), t = rnd({5}, 6);
+  expect_close(vmap(f)(x, t),
+               unrolled(5, [&](int64_t i) { return f(example(x, i), example(t, i)); }));
+}
+
+TEST(Vmap, MatrixVectorEqualsMatmul) {
+  const Array m = rnd({4, 3}, 7), vs = rnd({6, 3}, 8);
+  auto mv = vmap([](const Array& a, const Array& v) { return jnp::dot(a, v); }, {not_mapped, 0});
+  expect_close(mv(m, vs), jnp::matmul(vs, jnp::transpose(m)));
+  // Both batched (a batching dimension) and the vector side unbatched with out_axes 1.
+  const Array ms = rnd({6, 4, 3}, 9);
+  auto both = vmap([](const Array& a, const Array& v) { return jnp::dot(a, v); });
+  expect_close(both(ms, vs),
+               unrolled(6, [&](int64_t i) { return jnp::dot(example(ms, i), example(vs, i)); }));
+  const Array v = rnd({3}, 10);
+  auto left =
+      vmap([](const Array& a, const Array& w) { return jnp::dot(a, w); }, {1, not_mapped}, 1);
+  const Array ms1 = rnd({4, 6, 3}, 11);
+  expect_close(left(ms1, v), unrolled(
+                                 6, [&](int64_t i) { return jnp::dot(example(ms1, i, 1), v); }, 1));
+}
+
+TEST(Vmap, ShapeOps) {
+  auto f = [](const Array& x) {
+    Array a = jnp::reshape(jnp::transpose(x), {-1});
+    Array b = jnp::concatenate({lax::slice(a, {1}, {5}), jnp::flip(a)});
+    Array c = jnp::pad(b, {{1, 2}}, 3.0);
+    return jnp::broadcast_to(c, {2, c.shape()[0]}) *
+           jnp::expand_dims(jnp::array({1.0, 2.0}, std::nullopt, DType::F32), 1);
+  };
+  const Array x = rnd({4, 2, 3}, 12);
+  expect_close(vmap(f)(x), unrolled(4, [&](int64_t i) { return f(example(x, i)); }));
+  const Array x2 = rnd({2, 4, 3}, 13);
+  expect_close(vmap(f, 1, 1)(x2), unrolled(
+                                      4, [&](int64_t i) { return f(example(x2, i, 1)); }, 1));
+}
+
+TEST(Vmap, PadWithBatchedValue) {
+  auto f = [](const Array& x, const Array& v) { return lax::pad(x, v, {{2, 1, 1}}); };
+  const Array x = rnd({3, 4}, 14), v = rnd({3}, 15);
+  expect_close(vmap(f)(x, v),
+               unrolled(3, [&](int64_t i) { return f(example(x, i), example(v, i)); }));
+}
+
+TEST(Vmap, Reductions) {
+  auto f = [](const Array& x) {
+    const std::vector<Array> parts{jnp::sum(x, {0}), jnp::max(x, {0}),
+                                   jnp::astype(jnp::argmax(x, 0), DType::F32),
+                                   example(jnp::cumsum(x, 0), 0), example(jnp::sort(x, 0), 1)};
+    return jnp::stack(parts);
+  };
+  const Array x = rnd({5, 4, 3}, 16);
+  expect_close(vmap(f)(x), unrolled(5, [&](int64_t i) { return f(example(x, i)); }));
+  expect_close(vmap(f, 2)(x), unrolled(3, [&](int64_t i) { return f(example(x, i, 2)); }));
+}
+
+TEST(Vmap, GatherAndScatter) {
+  const Array xs = rnd({4, 6}, 17);
+  const Array idx = jnp::array({1, 5, 0, 3, 2, 2, 4, 1}, Shape{4, 2}, DType::I32);
+  auto take = [](const Array& x, const Array& i) { return jnp::take(x, i); };
+  expect_close(vmap(take)(xs, idx),
+               unrolled(4, [&](int64_t i) { return take(example(xs, i), example(idx, i)); }));
+  const Array x = rnd({6}, 18);
+  expect_close(vmap(take, {not_mapped, 0})(x, idx),
+               unrolled(4, [&](int64_t i) { return take(x, example(idx, i)); }));
+  const Array i0 = jnp::array({3, 1}, std::nullopt, DType::I32);
+  expect_close(vmap(take, {0, not_mapped})(xs, i0),
+               unrolled(4, [&](int64_t i) { return take(example(xs, i), i0); }));
+  auto upd = [](const Array& x, const Array& i, const Array& u) { return jnp::at_add(x, {i}, u); };
+  const Array us = rnd({4, 2}, 19);
+  expect_close(vmap(upd)(xs, idx, us), unrolled(4, [&](int64_t i) {
+                 return upd(example(xs, i), example(idx, i), example(us, i));
+               }));
+  expect_close(vmap(upd, {0, not_mapped, 0})(xs, i0, us),
+               unrolled(4, [&](int64_t i) { return upd(example(xs, i), i0, example(us, i)); }));
+}
+
+TEST(Vmap, DynamicSliceWithBatchedStarts) {
+  const Array xs = rnd({4, 6}, 20);
+  const Array starts = jnp::array({0, 3, 5, -1}, std::nullopt, DType::I32);
+  auto ds = [](const Array& x, const Array& s) { return lax::dynamic_slice_in_dim(x, s, 2); };
+  expect_close(vmap(ds)(xs, starts),
+               unrolled(4, [&](int64_t i) { return ds(example(xs, i), example(starts, i)); }));
+  const Array x = rnd({6}, 21);
+  expect_close(vmap(ds, {not_mapped, 0})(x, starts),
+               unrolled(4, [&](int64_t i) { return ds(x, example(starts, i)); }));
+  const Array u = rnd({4, 2}, 22);
+  auto dus = [](const Array& x, const Array& up, const Array& s) {
+    return lax::dynamic_update_slice_in_dim(x, up, s, 0);
+  };
+  expect_close(vmap(dus)(xs, u, starts), unrolled(4, [&](int64_t i) {
+                 return dus(example(xs, i), example(u, i), example(starts, i));
+               }));
+}
+
+TEST(Vmap, PerExampleGradients) {
+  auto loss = [](const Array& w, const Array& x, const Array& y) {
+    return jnp::sum(jnp::square(jnp::tanh(jnp::dot(x, w)) - y));
+  };
+  const Array w = rnd({3, 2}, 23), xs = rnd({5, 3}, 24), ys = rnd({5, 2}, 25);
+  const Array g = vmap(grad(loss), {not_mapped, 0, 0})(w, xs, ys);
+  expect_close(
+      g, unrolled(5, [&](int64_t i) { return grad(loss)(w, example(xs, i), example(ys, i)); }));
+  // grad of a function containing vmap: the sum of the per-example gradients.
+  auto total = [&](const Array& wt) {
+    return jnp::sum(vmap(loss, {not_mapped, 0, 0})(wt, xs, ys));
+  };
+  expect_close(grad(total)(w), jnp::sum(g, {0}));
+}
+
+TEST(Vmap, InconsistentSizes) {
+  auto f = [](const Array& a, const Array& b) { return a + jnp::sum(b); };
+  try {
+    vmap(f, {0, 1})(rnd({3}), rnd({2, 4}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vmap got inconsistent sizes for array axes to be mapped: "
+                                         "arg0 axis 0 has size 3, arg1 axis 1 has size 4"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(vmap(f, {not_mapped, not_mapped})(rnd({3}), rnd({3})), Error);
+  EXPECT_THROW(vmap(f, {0, 2})(rnd({3}), rnd({3, 4})), Error);
+}
+
+TEST(Vmap, InsideJitCompilesOncePerShape) {
+  auto g = jit([](const Array& m, const Array& vs) {
+    return vmap([](const Array& a, const Array& v) { return jnp::dot(a, v); }, {not_mapped, 0})(m,
+                                                                                                vs);
+  });
+  const Array m = rnd({4, 3}, 26);
+  expect_close(g(m, rnd({5, 3}, 27)), jnp::matmul(rnd({5, 3}, 27), jnp::transpose(m)));
+  g(m, rnd({5, 3}, 28));
+  EXPECT_EQ(g.compile_count(), 1);
+  g(m, rnd({7, 3}, 29));
+  EXPECT_EQ(g.compile_count(), 2);
+}
+
+TEST(Vmap, TupleOutputsAndTreeLeafAxes) {
+  auto f = [](const std::vector<Array>& p, const Array& x) {
+    return std::make_pair(p[0] * x, jnp::sum(p[1] * x));
+  };
+  const std::vector<Array> p{rnd({3, 4}, 30), rnd({4}, 31)};
+  const Array xs = rnd({3, 4}, 32);
+  auto [a, b] = vmap(f, {leaf_axes({0, not_mapped}), 0}, {1, 0})(p, xs);
+  expect_close(a, unrolled(
+                      3,
+                      [&](int64_t i) {
+                        return f({example(p[0], i), p[1]}, example(xs, i)).first;
+                      },
+                      1));
+  expect_close(b, unrolled(3, [&](int64_t i) {
+                 return f({example(p[0], i), p[1]}, example(xs, i)).second;
+               }));
+}
+
+TEST(Vmap, RandomOverKeys) {
+  const Array keys = random::split(random::PRNGKey(0), 4);
+  auto draw = [](const Array& k) { return random::uniform(k, {3}); };
+  expect_close(vmap(draw)(keys),
+               unrolled(4, [&](int64_t i) { return draw(random::key_at(keys, i)); }));
+}
+
+TEST(Vmap, StopGradientUnderGradOfVmap) {
+  auto f = [](const Array& w, const Array& x) { return jnp::sum(stop_gradient(w * x) + w * x); };
+  const Array w = rnd({3}, 33), xs = rnd({4, 3}, 34);
+  // d/dw sum_i (sg(w x_i) + w x_i) = sum_i x_i: the stop_gradient half contributes nothing.
+  auto total = [&](const Array& wt) { return jnp::sum(vmap(f, {not_mapped, 0})(wt, xs)); };
+  expect_close(grad(total)(w), jnp::sum(xs, {0}));
+}
+
+}  // namespace
+}  // namespace cujax
