@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
+  libzstd-dev
   clang libclang-rt-dev clang-format
 )
 

@@ -1,0 +1,207 @@
+#include <map>
+
+#include "checkpoint/files.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/zarr.h"
+#include "cujax/checkpoint.h"
+#include "cujax/core/error.h"
+
+namespace cujax::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Keys of a Python tuple repr such as "('a', 0, \"b'c\")", for _METADATA entries that carry
+// no key_metadata.
+std::vector<std::string> parse_key_tuple(const std::string& s, const std::string& file) {
+  std::vector<std::string> keys;
+  size_t i = 0;
+  auto fail = [&]() -> void {
+    throw Error("checkpoint: " + file + ": cannot read key '" + s + "'");
+  };
+  if (s.empty() || s[0] != '(') fail();
+  ++i;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
+    if (i < s.size() && s[i] == ')') return keys;
+    if (i >= s.size()) break;
+    std::string key;
+    if (s[i] == '\'' || s[i] == '"') {
+      const char q = s[i++];
+      while (i < s.size() && s[i] != q) {
+        if (s[i] == '\\' && i + 1 < s.size()) ++i;
+        key += s[i++];
+      }
+      if (i >= s.size()) fail();
+      ++i;
+    } else {
+      while (i < s.size() && s[i] != ',' && s[i] != ')' && s[i] != ' ') key += s[i++];
+    }
+    keys.push_back(key);
+  }
+  fail();
+  return keys;
+}
+
+struct StoredParam {
+  std::string name;  // folder name: keys joined with "."
+  std::string value_type;
+};
+
+std::vector<StoredParam> stored_params(const fs::path& dir) {
+  if (!fs::is_directory(dir)) throw Error("checkpoint: " + dir.string() + " is not a folder");
+  if (fs::exists(dir / "manifest.ocdbt"))
+    throw Error("checkpoint: " + dir.string() +
+                " is an OCDBT checkpoint; cujax reads the zarr layout (save it in Python with "
+                "ocp.StandardCheckpointer(use_ocdbt=False))");
+  const fs::path file = dir / "_METADATA";
+  if (!fs::exists(file))
+    throw Error("checkpoint: " + dir.string() + " is not an Orbax checkpoint (no _METADATA)");
+  const json::Value meta = json::parse(files::read(file), file.string());
+  if (const json::Value* o = meta.get("use_ocdbt"); o && o->as_bool())
+    throw Error("checkpoint: " + file.string() +
+                " says use_ocdbt: cujax reads the non-OCDBT zarr layout (save with "
+                "use_ocdbt=False)");
+  if (const json::Value* z = meta.get("use_zarr3"); z && z->as_bool())
+    throw Error("checkpoint: " + file.string() + " says use_zarr3: cujax reads zarr v2");
+  std::vector<StoredParam> out;
+  for (const auto& [key, entry] : meta.at("tree_metadata").as_object()) {
+    std::vector<std::string> keys;
+    if (const json::Value* km = entry.get("key_metadata"); km && !km->as_array().empty()) {
+      for (const auto& k : km->as_array()) {
+        const json::Value& v = k.at("key");
+        keys.push_back(v.is_string() ? v.as_string() : std::to_string(v.as_int()));
+      }
+    } else {
+      keys = parse_key_tuple(key, file.string());
+    }
+    std::string name;
+    for (size_t i = 0; i < keys.size(); ++i) name += (i ? "." : "") + keys[i];
+    StoredParam p{name, "jax.Array"};
+    if (const json::Value* vm = entry.get("value_metadata")) {
+      if (const json::Value* skip = vm->get("skip_deserialize"); skip && skip->as_bool()) continue;
+      if (const json::Value* t = vm->get("value_type")) p.value_type = t->as_string();
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string describe(const ShapeDtype& a) {
+  return std::string(numpy_name(a.dtype)) + shape_to_string(a.shape);
+}
+
+}  // namespace
+
+HostState to_host(const State& state) {
+  HostState out;
+  for (const auto& [path, a] : state) {
+    if (!a.valid()) throw Error("checkpoint: State path '" + path + "' holds no array");
+    const auto devices = a.devices();
+    // clone(): the host copy may share storage with the device buffer, which a later donated
+    // call could overwrite while an asynchronous save is still writing it.
+    out.entries.push_back({path, a.to_host().clone(), devices.empty() ? "cpu:0" : devices[0]});
+  }
+  return out;
+}
+
+void StandardCheckpointer::save(const std::string& path, const State& state, bool force) const {
+  save(path, to_host(state), force);
+}
+
+void StandardCheckpointer::save(const std::string& path, const HostState& state, bool force) const {
+  const fs::path final_path = fs::path(path).lexically_normal();
+  if (files::is_tmp(final_path))
+    throw Error("checkpoint: the name " + path + " must not contain " + kTmpMarker);
+  if (fs::exists(final_path) && !force)
+    throw Error("checkpoint: " + path + " already exists (save with force=true to replace it)");
+  if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path());
+  const fs::path tmp = files::tmp_sibling(final_path);
+  try {
+    const int64_t init = files::now_nanos();
+    fs::create_directory(tmp);
+    layout::write_item(tmp, state);
+    files::write_synced(tmp / "_CHECKPOINT_METADATA",
+                        json::dump(layout::checkpoint_metadata(layout::kStandardHandler,
+                                                               json::Value::object(), init)));
+    files::sync_dir(tmp);
+    files::commit(tmp, final_path, force);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+std::vector<std::pair<std::string, ShapeDtype>> StandardCheckpointer::metadata(
+    const std::string& path) const {
+  std::vector<std::pair<std::string, ShapeDtype>> out;
+  for (const auto& p : stored_params(path)) {
+    const zarr::ArrayInfo info = zarr::read_info(fs::path(path) / p.name);
+    out.push_back({p.name, ShapeDtype{info.shape, info.dtype, false}});
+  }
+  return out;
+}
+
+State StandardCheckpointer::restore(const std::string& path, const State& target) const {
+  const fs::path dir(path);
+  const std::vector<StoredParam> stored = stored_params(dir);
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < stored.size(); ++i) by_name[stored[i].name] = i;
+
+  std::vector<std::string> problems;
+  std::vector<bool> used(stored.size(), false);
+  struct Match {
+    std::string path;
+    fs::path folder;
+    zarr::ArrayInfo info;
+  };
+  std::vector<Match> matches;
+  for (const auto& [p, a] : target) {
+    auto it = by_name.find(layout::param_name(p));
+    if (it == by_name.end()) it = by_name.find(p);
+    if (it == by_name.end()) {
+      problems.push_back("missing parameter '" + p + "' (the target has " + describe(a.aval()) +
+                         ")");
+      continue;
+    }
+    used[it->second] = true;
+    const StoredParam& sp = stored[it->second];
+    if (sp.value_type != "jax.Array" && sp.value_type != "np.ndarray" &&
+        sp.value_type != "scalar") {
+      problems.push_back("parameter '" + sp.name + "' holds a " + sp.value_type + ", not an array");
+      continue;
+    }
+    Match m{p, dir / sp.name, zarr::read_info(dir / sp.name)};
+    if (m.info.shape != a.shape())
+      problems.push_back("'" + p + "': shape " + shape_to_string(m.info.shape) +
+                         " in the checkpoint, " + shape_to_string(a.shape()) + " in the target");
+    if (m.info.dtype != a.dtype())
+      problems.push_back("'" + p + "': dtype " + std::string(numpy_name(m.info.dtype)) +
+                         " in the checkpoint, " + std::string(numpy_name(a.dtype())) +
+                         " in the target");
+    matches.push_back(std::move(m));
+  }
+  for (size_t i = 0; i < stored.size(); ++i) {
+    if (used[i]) continue;
+    std::string what = "extra parameter '" + stored[i].name + "' in the checkpoint";
+    if (fs::exists(dir / stored[i].name / ".zarray")) {
+      const zarr::ArrayInfo info = zarr::read_info(dir / stored[i].name);
+      what += " (" + describe(ShapeDtype{info.shape, info.dtype, false}) + ")";
+    }
+    problems.push_back(what + ", not in the target");
+  }
+  if (!problems.empty()) {
+    std::string msg = "checkpoint: " + path + " does not match the target (" +
+                      std::to_string(problems.size()) + " mismatch" +
+                      (problems.size() == 1 ? "" : "es") + "):";
+    for (const auto& p : problems) msg += "\n  " + p;
+    throw Error(msg);
+  }
+  State out;
+  for (const auto& m : matches) out.set(m.path, array(zarr::read_array(m.folder, m.info)));
+  return out;
+}
+
+}  // namespace cujax::checkpoint
