@@ -51,8 +51,8 @@ Array stop_gradient(const Array& x);
 namespace trace {
 
 // What a VJP rule sees: the op (for its attributes and regions), tracers of its operands and
-// results, and the cotangents of its results (zeros where a result has none). For an op with
-// regions, `operands` continues with the values its regions capture from outside it (in order
+// results, and the cotangents of its results (zeros where a result has none). For a case or
+// while, `operands` continues with the values its regions capture from outside it (in order
 // of first use), which are differentiated like operands.
 struct VjpArgs {
   TraceContext& tc;

@@ -90,7 +90,9 @@ void collect_captures(const ir::Region& region, std::unordered_set<const ir::Val
 // bodies capture the arrays they close over): gradients flow to both.
 std::vector<ir::Value*> inputs_of(const ir::Operation& op) {
   std::vector<ir::Value*> out = op.operands;
-  if (op.regions.empty()) return out;
+  // Only control flow captures; other regions (reduce, sort) are computations on their
+  // arguments and their rules read exactly the op's operands.
+  if (op.name != "stablehlo.case" && op.name != "stablehlo.while") return out;
   std::unordered_set<const ir::Value*> defined, seen(out.begin(), out.end());
   for (const auto& r : op.regions) collect_captures(*r, defined, seen, out);
   return out;
