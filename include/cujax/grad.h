@@ -18,6 +18,7 @@
 // Gradients with respect to integer or bool leaves are zeros of their dtype (JAX's float0).
 #pragma once
 
+#include <any>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -50,7 +51,9 @@ Array stop_gradient(const Array& x);
 namespace trace {
 
 // What a VJP rule sees: the op (for its attributes and regions), tracers of its operands and
-// results, and the cotangents of its results (zeros where a result has none).
+// results, and the cotangents of its results (zeros where a result has none). For a case or
+// while, `operands` continues with the values its regions capture from outside it (in order
+// of first use), which are differentiated like operands.
 struct VjpArgs {
   TraceContext& tc;
   const ir::Operation& op;
@@ -65,6 +68,11 @@ using VjpRule = std::function<std::vector<std::optional<Array>>(const VjpArgs&)>
 // Adds or replaces the rule of a StableHLO op ("stablehlo.add").
 void register_vjp_rule(const std::string& op_name, VjpRule rule);
 bool has_vjp_rule(const std::string& op_name);
+
+// Data a VJP rule needs beyond the IR (the functions of a scan or cond, to trace them again),
+// attached to a recorded op; forgotten with the markers when the outermost window closes.
+void annotate(const ir::Operation* op, std::any data);
+const std::any* annotation(const ir::Operation* op);
 
 // While alive, ops recorded on this thread may be differentiated: stop_gradient and custom_vjp
 // record their markers. The markers are forgotten when the outermost window closes.

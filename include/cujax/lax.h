@@ -234,3 +234,6 @@ Array full_like(const Array& x, double value);
 std::vector<Array> optimization_barrier(const std::vector<Array>& operands);
 
 }  // namespace cujax::lax
+
+// cond, switch_, while_loop, fori_loop, scan.
+#include "cujax/control_flow.h"  // IWYU pragma: export

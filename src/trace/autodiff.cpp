@@ -33,6 +33,7 @@ struct AdState {
   std::unordered_set<const ir::Operation*> stops;
   std::unordered_map<const ir::Operation*, std::shared_ptr<CustomRecord>> customs;
   std::unordered_set<const ir::Operation*> custom_inner;
+  std::unordered_map<const ir::Operation*, std::any> annotations;
 };
 
 AdState& state() {
@@ -46,6 +47,7 @@ vjp::Rules& rules() {
     vjp::register_elementwise_rules(x);
     vjp::register_shape_rules(x);
     vjp::register_reduction_rules(x);
+    vjp::register_control_rules(x);
     return x;
   }();
   return r;
@@ -70,6 +72,31 @@ Array identity(const Array& x) {
 
 bool differentiable(const ir::Value* v) {
   return !v->type.is_token && is_float(v->type.dtype);
+}
+
+void collect_captures(const ir::Region& region, std::unordered_set<const ir::Value*>& defined,
+                      std::unordered_set<const ir::Value*>& seen, std::vector<ir::Value*>& out) {
+  for (const auto& block : region.blocks) {
+    for (const auto& a : block->arguments) defined.insert(a.get());
+    for (const auto& op : block->ops) {
+      for (ir::Value* v : op->operands)
+        if (!defined.count(v) && seen.insert(v).second) out.push_back(v);
+      for (const auto& r : op->regions) collect_captures(*r, defined, seen, out);
+      for (const auto& r : op->results) defined.insert(r.get());
+    }
+  }
+}
+
+// The op's operands, then the values its regions use from outside it (cond branches and loop
+// bodies capture the arrays they close over): gradients flow to both.
+std::vector<ir::Value*> inputs_of(const ir::Operation& op) {
+  std::vector<ir::Value*> out = op.operands;
+  // Only control flow captures; other regions (reduce, sort) are computations on their
+  // arguments and their rules read exactly the op's operands.
+  if (op.name != "stablehlo.case" && op.name != "stablehlo.while") return out;
+  std::unordered_set<const ir::Value*> defined, seen(out.begin(), out.end());
+  for (const auto& r : op.regions) collect_captures(*r, defined, seen, out);
+  return out;
 }
 
 std::string type_of(const Array& a) {
@@ -97,8 +124,18 @@ AutodiffWindow::~AutodiffWindow() {
     s.stops.clear();
     s.customs.clear();
     s.custom_inner.clear();
+    s.annotations.clear();
   }
 }
+void annotate(const ir::Operation* op, std::any data) {
+  if (AutodiffWindow::active()) state().annotations[op] = std::move(data);
+}
+
+const std::any* annotation(const ir::Operation* op) {
+  auto it = state().annotations.find(op);
+  return it == state().annotations.end() ? nullptr : &it->second;
+}
+
 bool AutodiffWindow::active() {
   return state().depth > 0;
 }
@@ -191,6 +228,8 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
     in_values.push_back(v);
     if (differentiable(v)) reach.insert(v);
   }
+  std::unordered_map<const ir::Operation*, std::vector<ir::Value*>> op_inputs;
+  for (ir::Operation* op : ops) op_inputs[op] = inputs_of(*op);
   for (ir::Operation* op : ops) {
     if (st.stops.count(op)) continue;
     bool any = false;
@@ -198,7 +237,7 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
     if (custom != st.customs.end()) {
       for (const auto& a : custom->second->inputs) any = any || reach.count(tc.value_of(a)) > 0;
     }
-    for (ir::Value* v : op->operands) any = any || reach.count(v) > 0;
+    for (ir::Value* v : op_inputs[op]) any = any || reach.count(v) > 0;
     if (!any) continue;
     for (const auto& r : op->results)
       if (differentiable(r.get())) reach.insert(r.get());
@@ -241,9 +280,10 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
       }
       continue;
     }
+    const std::vector<ir::Value*>& in = op_inputs[op];
     std::vector<bool> needed;
     bool any_needed = false;
-    for (ir::Value* v : op->operands) {
+    for (ir::Value* v : in) {
       needed.push_back(reach.count(v) > 0);
       any_needed = any_needed || needed.back();
     }
@@ -256,7 +296,7 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
     }
     if (!rule) throw Error("grad of " + op->name + " is not supported yet (it has no VJP rule)");
     VjpArgs args{tc, *op, {}, {}, {}, needed};
-    for (ir::Value* v : op->operands) args.operands.push_back(tc.tracer(v, false));
+    for (ir::Value* v : in) args.operands.push_back(tc.tracer(v, false));
     for (const auto& r : op->results) {
       args.results.push_back(tc.tracer(r.get(), false));
       auto c = ct.find(r.get());
@@ -268,14 +308,14 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
         args.cts.push_back(lax::full(r->type.shape, 0.0, r->type.dtype));
     }
     const std::vector<std::optional<Array>> gs = rule(args);
-    for (size_t i = 0; i < op->operands.size() && i < gs.size(); ++i) {
+    for (size_t i = 0; i < in.size() && i < gs.size(); ++i) {
       if (!needed[i] || !gs[i]) continue;
       const Array& g = *gs[i];
-      const ir::Type& t = op->operands[i]->type;
+      const ir::Type& t = in[i]->type;
       if (g.shape() != t.shape || g.dtype() != t.dtype)
         throw Error("internal error: the VJP rule of " + op->name + " gave a cotangent " +
                     type_of(g) + " for operand " + std::to_string(i) + " of type " + t.str());
-      accumulate(op->operands[i], g);
+      accumulate(in[i], g);
     }
   }
   std::vector<Array> result;

@@ -17,6 +17,7 @@ using Cts = std::vector<std::optional<Array>>;
 void register_elementwise_rules(Rules& rules);
 void register_shape_rules(Rules& rules);
 void register_reduction_rules(Rules& rules);
+void register_control_rules(Rules& rules);
 
 // A scalar constant of x's dtype broadcast to x's shape.
 Array like(const Array& x, double value);
