@@ -1,0 +1,11 @@
+// cujax::nnx: modules in Flax NNX's style (see docs/nnx.md).
+#pragma once
+
+#include "cujax/nnx/attention.h"
+#include "cujax/nnx/dropout.h"
+#include "cujax/nnx/embed.h"
+#include "cujax/nnx/linear.h"
+#include "cujax/nnx/module.h"
+#include "cujax/nnx/normalization.h"
+#include "cujax/nnx/rngs.h"
+#include "cujax/nnx/sequential.h"

@@ -1,0 +1,150 @@
+// cujax::nnx modules, as Flax NNX has them: a module owns variables (Param, BatchStat, Cache,
+// RngState) and child modules under names, so every variable has a dotted path
+// ("blocks.0.attn.query.kernel"). state() extracts variables into a State, update() puts values
+// back, split()/merge() separate structure and state, and functional_call() runs code with a
+// State swapped in (e.g. tracers inside jit) and restores the module afterwards.
+//
+//   auto forward = cujax::jit([&](const State& params, const Array& x) {
+//     return nnx::functional_call(model, params, [&] { return model(x); });
+//   });
+//   Array y = forward(nnx::state(model, nnx::VariableKind::Param), x);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cujax/array.h"
+#include "cujax/tree.h"
+
+namespace cujax::nnx {
+
+// The variable types of Flax NNX (nnx.Param, nnx.BatchStat, nnx.Cache, nnx.RngState).
+enum class VariableKind { Param, BatchStat, Cache, RngState };
+const char* kind_name(VariableKind kind);  // "Param", ...
+
+struct Variable {
+  VariableKind kind = VariableKind::Param;
+  Array value;
+};
+
+// Selects variables by kind; the default selects every variable (Flax's `...`).
+class Filter {
+ public:
+  Filter() = default;
+  Filter(VariableKind kind) : mask_(bit(kind)) {}  // NOLINT: nnx.state(model, nnx.Param)
+  Filter(std::initializer_list<VariableKind> kinds);
+  static Filter nothing();
+  bool matches(VariableKind kind) const { return (mask_ & bit(kind)) != 0; }
+
+ private:
+  static unsigned bit(VariableKind k) { return 1u << static_cast<unsigned>(k); }
+  unsigned mask_ = ~0u;
+};
+
+// A module. Subclasses register their variables and children in their constructor; the
+// registration order is the order of state(). Modules hold variables by address, so they are
+// neither copied nor moved (hold them by value as members or in std::unique_ptr).
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Calls fn(path, variable) for every variable, depth first in registration order.
+  void for_each_variable(const std::function<void(const std::string&, Variable&)>& fn,
+                         const std::string& prefix = "");
+  // The variable at a dotted path, or nullptr.
+  Variable* find_variable(const std::string& path);
+
+ protected:
+  // Registers (or, for an existing name, replaces the value of) a variable.
+  Variable* variable(const std::string& name, VariableKind kind, Array value);
+  Variable* param(const std::string& name, Array value) {
+    return variable(name, VariableKind::Param, std::move(value));
+  }
+  // Registers a child module whose variables appear under `name.`.
+  void child(const std::string& name, Module& module);
+
+ private:
+  struct Entry {
+    std::string name;
+    std::unique_ptr<Variable> var;  // set for variables
+    Module* module = nullptr;       // set for children
+  };
+  std::vector<Entry> entries_;
+};
+
+// nnx.state(model, filter): the selected variables' values by path.
+State state(Module& module, const Filter& filter = {});
+// nnx.update(model, state): every path of `state` must name a variable of the same shape and
+// dtype.
+void update(Module& module, const State& state);
+
+// The structure half of split(): paths, kinds and abstract values of the module's variables,
+// bound to the module it came from (C++ modules are not rebuilt from a description).
+struct GraphDef {
+  Module* module = nullptr;
+  std::vector<std::string> paths;
+  std::vector<VariableKind> kinds;
+  std::vector<ShapeDtype> avals;
+};
+// nnx.split(model, filters...): one State per filter (a variable goes to the first filter that
+// matches it; with no filters, one State of everything).
+std::pair<GraphDef, std::vector<State>> split(Module& module,
+                                              const std::vector<Filter>& filters = {});
+// nnx.merge(graphdef, states...): puts the states back into graphdef's module, after checking
+// that together they give every variable of the graphdef with its shape and dtype.
+Module& merge(const GraphDef& graphdef, const std::vector<State>& states);
+
+// Swaps `state` into `module` for its lifetime and restores every variable's previous value
+// when destroyed (also on exceptions), so tracers put in under jit never stay in the module.
+class StateSwap {
+ public:
+  StateSwap(Module& module, const State& state);
+  ~StateSwap();
+  StateSwap(const StateSwap&) = delete;
+  StateSwap& operator=(const StateSwap&) = delete;
+  // The current values of the variables selected by `filter`; throws when a variable outside
+  // it was changed (its new value would be lost, or leak a tracer out of a trace).
+  State collect(const Filter& filter) const;
+
+ private:
+  Module& module_;
+  std::vector<std::pair<Variable*, Array>> saved_;
+  std::vector<std::string> paths_;
+  std::vector<Array> swapped_in_;
+};
+
+// Runs fn() with `state` in `module` and returns its result; the module is restored afterwards.
+// fn must not change variables (use the overload with a filter for those it does change).
+template <class F>
+auto functional_call(Module& module, const State& state, F&& fn) {
+  StateSwap swap(module, state);
+  auto out = fn();
+  swap.collect(Filter::nothing());
+  return out;
+}
+// The same, also returning the values after fn() of the variables `updated` selects (e.g.
+// VariableKind::Cache for a decoding step): {fn(), state}.
+template <class F>
+auto functional_call(Module& module, const State& state, const Filter& updated, F&& fn) {
+  StateSwap swap(module, state);
+  auto out = fn();
+  return std::make_pair(std::move(out), swap.collect(updated));
+}
+
+// nnx.eval_shape: builds a module with `make` (returning std::unique_ptr<M>) under a trace, so
+// no parameter is computed, and returns the abstract values of the selected variables.
+std::vector<std::pair<std::string, ShapeDtype>> eval_shape(
+    const std::function<std::unique_ptr<Module>()>& make, const Filter& filter = {});
+
+// The number of elements of the selected variables.
+int64_t count(Module& module, const Filter& filter = VariableKind::Param);
+
+}  // namespace cujax::nnx
