@@ -555,3 +555,17 @@ TEST(Grad, Errors) {
 
 }  // namespace
 }  // namespace cujax
+
+namespace cujax {
+namespace {
+
+// lax.stop_gradient is the same cut as cujax::stop_gradient: d/dx sum(sg(x) * x) = x.
+TEST(Grad, LaxStopGradientCutsTheGradient) {
+  auto g = grad([](const Array& x) { return numpy::sum(lax::stop_gradient(x) * x); });
+  const std::vector<float> v{1.5f, -2.0f, 3.0f};
+  Array x = array(HostTensor::from_vector(v, Shape{3}));
+  EXPECT_EQ(g(x).to_vector<float>(), v);
+}
+
+}  // namespace
+}  // namespace cujax

@@ -3,6 +3,7 @@
 #include <limits>
 #include <numbers>
 
+#include "cujax/grad.h"
 #include "lax/util.h"
 
 namespace cujax::lax {
@@ -507,7 +508,7 @@ Array clamp(const Array& min, const Array& x, const Array& max) {
 
 Array stop_gradient(const Array& x) {
   check_valid("stop_gradient", x);
-  return x;
+  return cujax::stop_gradient(x);  // the autodiff marker lives with grad
 }
 
 // ------------------------------------------------------------------ conversions
