@@ -1,5 +1,7 @@
 #include "checkpoint/zarr.h"
 
+#include "cujax/core/npy.h"
+
 #include <zstd.h>
 
 #include <algorithm>
@@ -85,35 +87,8 @@ std::string fill_bytes(const json::Value& fill, DType dtype, const fs::path& fil
 }  // namespace
 
 std::string dtype_string(DType t) {
-  switch (t) {
-    case DType::Bool:
-      return "|b1";
-    case DType::I8:
-      return "|i1";
-    case DType::U8:
-      return "|u1";
-    case DType::I16:
-      return "<i2";
-    case DType::U16:
-      return "<u2";
-    case DType::I32:
-      return "<i4";
-    case DType::U32:
-      return "<u4";
-    case DType::I64:
-      return "<i8";
-    case DType::U64:
-      return "<u8";
-    case DType::F16:
-      return "<f2";
-    case DType::BF16:
-      return "bfloat16";
-    case DType::F32:
-      return "<f4";
-    case DType::F64:
-      return "<f8";
-  }
-  return "";
+  // zarr (as Orbax writes it) names bfloat16 by name; every other dtype as NumPy does.
+  return t == DType::BF16 ? "bfloat16" : npy_descr(t);
 }
 
 json::Value zarray_for(const HostTensor& t) {

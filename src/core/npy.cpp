@@ -11,9 +11,7 @@
 
 namespace cujax {
 
-namespace {
-
-std::string descr_of(DType t) {
+std::string npy_descr(DType t) {
   switch (t) {
     case DType::Bool:
       return "|b1";
@@ -44,6 +42,8 @@ std::string descr_of(DType t) {
   }
   return "";
 }
+
+namespace {
 
 // Returns the dtype and whether the data is big-endian.
 std::pair<DType, bool> dtype_of_descr(const std::string& descr, const std::string& what) {
@@ -197,7 +197,7 @@ std::string serialize_npy(const HostTensor& tensor) {
   std::string shape = "(";
   for (size_t i = 0; i < dims.size(); ++i) shape += (i ? ", " : "") + std::to_string(dims[i]);
   shape += dims.size() == 1 ? ",)" : ")";
-  std::string header = "{'descr': '" + descr_of(tensor.dtype()) +
+  std::string header = "{'descr': '" + npy_descr(tensor.dtype()) +
                        "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Pad so that the data starts on a 64-byte boundary; the header ends with '\n'.
   const size_t unpadded = 10 + header.size() + 1;

@@ -12,6 +12,9 @@
 
 namespace cujax {
 
+// The NumPy dtype descr cujax writes for `t` ("<f4", "|b1"; "<V2" for bfloat16).
+std::string npy_descr(DType t);
+
 // Throws Error naming the file and the problem (bad magic, unsupported descr, short data).
 HostTensor load_npy(const std::string& path);
 HostTensor parse_npy(const std::string& bytes, const std::string& what = "npy data");
