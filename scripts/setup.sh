@@ -10,6 +10,8 @@ packages=(
   libopenblas-dev
   libzstd-dev
   clang libclang-rt-dev clang-format
+  fortunes          # the default training corpus (/usr/share/games/fortunes)
+  python3-zarr      # a test reads cujax checkpoints with Python's zarr
 )
 
 missing=()
