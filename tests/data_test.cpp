@@ -326,11 +326,11 @@ TEST(Prefetcher, WorksAheadOfTheConsumerUpToItsBuffer) {
   for (int i = 0; i < 500 && *calls < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(*calls, 3);
+  EXPECT_EQ(calls->load(), 3);
   ASSERT_TRUE(p.next());
   for (int i = 0; i < 500 && *calls < 4; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(*calls, 4);
+  EXPECT_EQ(calls->load(), 4);
 }
 
 TEST(Prefetcher, RethrowsAProducerErrorAfterTheEarlierBatches) {
