@@ -24,14 +24,6 @@ double median(std::vector<double> v) {
 }
 
 // PyTorch's eager call overhead on the same machine, when Debian's python3-torch is present.
-// Debian's python3-torch lives under the system interpreter, which may not be the first
-// python3 on PATH (pyenv, venvs); CUJAX_PEER_PYTHON overrides.
-std::string peer_python() {
-  if (const char* p = std::getenv("CUJAX_PEER_PYTHON")) return p;
-  if (std::filesystem::exists("/usr/bin/python3")) return "/usr/bin/python3";
-  return "python3";
-}
-
 double torch_overhead_us() {
   const std::string script = peer_python() +
                              " -c \"import time,torch;x=torch.ones(1);[x+1 for _ in range(1000)];"
@@ -46,6 +38,14 @@ double torch_overhead_us() {
 }
 
 }  // namespace
+
+// Debian's python3-torch lives under the system interpreter, which may not be the first
+// python3 on PATH (pyenv, venvs).
+std::string peer_python() {
+  if (const char* p = std::getenv("CUJAX_PEER_PYTHON")) return p;
+  if (std::filesystem::exists("/usr/bin/python3")) return "/usr/bin/python3";
+  return "python3";
+}
 
 int bench_dispatch() {
   JitOptions options;

@@ -4,8 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/conformance.h"
+#include "cli/generate.h"
+#include "cli/train.h"
 #include "cujax/core/error.h"
 #include "cujax/runtime/backend.h"
 
@@ -21,7 +24,13 @@ commands:
       --timeout SECONDS        limit per file (default: 60)
       --min-pass-rate R        exit 0 when at least this fraction passes (default: 1)
       -v                       also list the files that pass
+  train [options]              train a transformer language model (docs/training.md)
+      --config tiny|small|gpt2 --data FILE|DIR --steps N --batch B --seq T --lr LR
+      --seed S --log-every N --eval-every N --checkpoint-every N --out DIR
+  generate --model DIR         sample text from a trained model, with the KV cache
+      --prompt TEXT --max-tokens N --temperature T --top-k K --seed S
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
+  bench train                  ms/step and tokens/s of the tiny config against PyTorch CPU
   version                      print the version
 )";
 
@@ -84,15 +93,22 @@ int main(int argc, char** argv) {
   try {
     if (command == "devices") return devices_command();
     if (command == "stablehlo-test") return stablehlo_test_command(args);
+    if (command == "train") return cujax::cli::train_command(args);
+    if (command == "generate") return cujax::cli::generate_command(args);
     if (command == "bench") {
       if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
-      throw cujax::Error("bench needs a benchmark name: dispatch");
+      if (!args.empty() && args[0] == "train")
+        return cujax::cli::bench_train({args.begin() + 1, args.end()});
+      throw cujax::cli::UsageError("bench needs a benchmark name: dispatch, train");
     }
     if (command == "version" || command == "--version") {
       std::printf("cujax %s\n", CUJAX_VERSION);
       return 0;
     }
     std::fprintf(stderr, "cujax: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const cujax::cli::UsageError& e) {
+    std::fprintf(stderr, "cujax %s: error: %s\n", command.c_str(), e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cujax %s: %s\n", command.c_str(), e.what());

@@ -1,0 +1,94 @@
+// `cujax bench train`: one training step of the tiny transformer on the CPU, against the same
+// model and step written in PyTorch and measured in the same run.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/bench.h"
+#include "cujax/lax.h"
+#include "cujax/models/lm.h"
+#include "cujax/random.h"
+
+namespace cujax::cli {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The peer's median ms/step, or a negative value when PyTorch is not installed.
+double torch_ms_per_step(const models::TransformerConfig& c, int64_t batch, int64_t seq,
+                         int64_t steps, unsigned threads) {
+  const std::string cmd =
+      peer_python() + " " + CUJAX_SOURCE_DIR "/tools/torch_reference.py bench '" +
+      json::dump(c.to_json()) + "' " + std::to_string(batch) + " " + std::to_string(seq) + " " +
+      std::to_string(steps) + " " + std::to_string(threads) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  double ms = -1;
+  if (std::fscanf(p, "%lf", &ms) != 1) ms = -1;
+  pclose(p);
+  return ms;
+}
+
+}  // namespace
+
+int bench_train(const std::vector<std::string>&) {
+  const models::TransformerConfig config = models::tiny_config();
+  const int64_t batch = 16, seq = config.max_len, steps = 10;
+  nnx::Rngs rngs(0);
+  models::TransformerLM model(config, rngs);
+  models::OptimizerOptions o;
+  o.total_steps = 1000;
+  const auto tx = models::make_optimizer(o);
+  State params = nnx::state(model, nnx::VariableKind::Param);
+  State opt_state = tx.init(params);
+  auto step = models::make_train_step(model, tx);
+  const Array window = random::randint(random::PRNGKey(0), {batch, seq + 1}, 0, config.vocab_size);
+  const data::Batch b{lax::slice_in_dim(window, 0, seq, 1, 1),
+                      lax::slice_in_dim(window, 1, seq + 1, 1, 1)};
+
+  std::vector<double> ms;
+  double compile_s = 0;
+  for (int64_t i = 0; i < steps + 2; ++i) {
+    const auto t0 = clock::now();
+    auto [p, s, metrics] = step(params, opt_state, b);
+    metrics.at("loss").block_until_ready();
+    params = std::move(p);
+    opt_state = std::move(s);
+    const double elapsed = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    if (i == 0) compile_s = elapsed / 1e3;
+    if (i >= 2) ms.push_back(elapsed);  // the first two include compilation and warm-up
+  }
+  const double cujax_ms = median_of(ms);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  const double torch_ms = torch_ms_per_step(config, batch, seq, steps, threads);
+  const double tokens = static_cast<double>(batch * seq);
+
+  std::printf(
+      "cujax bench train: config tiny (%lld parameters), batch %lld x seq %lld, %u threads, median "
+      "of %lld steps\n",
+      static_cast<long long>(nnx::count(model)), static_cast<long long>(batch),
+      static_cast<long long>(seq), threads, static_cast<long long>(steps));
+  std::printf("%-40s %10s %12s\n", "", "ms/step", "tokens/s");
+  std::printf("%-40s %10.1f %12.0f\n", "cujax (cpu backend, jitted step)", cujax_ms,
+              tokens / cujax_ms * 1e3);
+  if (torch_ms > 0) {
+    std::printf("%-40s %10.1f %12.0f\n", "PyTorch CPU eager (same model and step)", torch_ms,
+                tokens / torch_ms * 1e3);
+    std::printf("speed-up of cujax over PyTorch: %.2fx (target: above 1)\n", torch_ms / cujax_ms);
+  } else {
+    std::printf("%-40s %10s\n", "PyTorch CPU", "not installed (Debian python3-torch)");
+  }
+  std::printf("first step (trace + compile + run): %.2f s\n", compile_s);
+  return 0;
+}
+
+}  // namespace cujax::cli

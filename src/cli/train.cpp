@@ -1,0 +1,358 @@
+#include "cli/train.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/model_dir.h"
+#include "cujax/checkpoint.h"
+#include "cujax/data.h"
+#include "cujax/metrics_log.h"
+#include "cujax/models/lm.h"
+#include "cujax/numpy.h"
+
+namespace cujax::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using clock = std::chrono::steady_clock;
+
+constexpr const char* kDefaultCorpus = "/usr/share/games/fortunes";
+constexpr double kValidationFraction = 0.05;
+
+double seconds_since(clock::time_point t) {
+  return std::chrono::duration<double>(clock::now() - t).count();
+}
+
+// One line, redrawn in place on a terminal; a new line per update otherwise (logs, CI).
+class Progress {
+ public:
+  explicit Progress(int64_t total) : total_(total), tty_(isatty(fileno(stderr))) {}
+  void update(int64_t step, double steps_per_s, double tokens_per_s, double loss,
+              std::optional<double> val_loss) {
+    constexpr int width = 24;
+    const int filled = static_cast<int>(width * step / total_);
+    std::string bar(filled, '=');
+    if (filled < width) bar += '>' + std::string(width - filled - 1, ' ');
+    char val[32] = "";
+    if (val_loss) std::snprintf(val, sizeof val, "  val %.3f", *val_loss);
+    std::fprintf(stderr, "%sstep %6lld/%lld [%s] %5.2f steps/s %7.0f tokens/s  loss %.3f%s%s",
+                 tty_ ? "\r" : "", static_cast<long long>(step), static_cast<long long>(total_),
+                 bar.c_str(), steps_per_s, tokens_per_s, loss, val, tty_ ? "\x1b[K" : "\n");
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (tty_) std::fputc('\n', stderr);
+  }
+
+ private:
+  int64_t total_;
+  bool tty_;
+};
+
+// Mean loss over the first `num_batches` validation batches (fetched once, at the end).
+double evaluate(models::EvalStep& eval_step, const State& params, const data::DataLoader& loader,
+                int64_t num_batches) {
+  Array total;
+  for (int64_t i = 0; i < num_batches; ++i) {
+    const Array loss = eval_step(params, loader.batch(0, i));
+    total = total.valid() ? total + loss : loss;
+  }
+  return total.item<float>() / static_cast<double>(num_batches);
+}
+
+template <class F>
+auto as_usage_error(F&& f) {
+  try {
+    return f();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// What makes a run: stored in DIR/config.json so --resume repeats it exactly.
+struct RunOptions {
+  std::string config = "tiny";
+  std::string data = kDefaultCorpus;
+  int64_t steps = 600, batch = 16, seq = 0, warmup = 0, seed = 0;
+  double lr = 3e-3;
+
+  json::Value to_json() const {
+    json::Value v = json::Value::object();
+    v.set("config", config);
+    v.set("data", data);
+    v.set("steps", steps);
+    v.set("batch", batch);
+    v.set("seq", seq);
+    v.set("lr", lr);
+    v.set("warmup", warmup);
+    v.set("seed", seed);
+    return v;
+  }
+  static RunOptions from_json(const json::Value& v) {
+    RunOptions r;
+    r.config = v.at("config").as_string();
+    r.data = v.at("data").as_string();
+    r.steps = v.at("steps").as_int();
+    r.batch = v.at("batch").as_int();
+    r.seq = v.at("seq").as_int();
+    r.lr = v.at("lr").as_double();
+    r.warmup = v.at("warmup").as_int();
+    r.seed = v.at("seed").as_int();
+    return r;
+  }
+};
+
+RunOptions stored_run(const std::string& out) {
+  const fs::path path = fs::path(out) / "config.json";
+  std::ifstream in(path);
+  if (!in)
+    throw UsageError("--resume: cannot read " + path.string() + " (no run to resume in " + out +
+                     ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return RunOptions::from_json(json::parse(text.str(), path.string()).at("train"));
+  } catch (const Error& e) {
+    throw UsageError(path.string() + ": " + e.what());
+  }
+}
+
+// The rows of an earlier metrics.csv (a resumed run appends to them).
+std::vector<std::vector<double>> read_metrics(const fs::path& path, int64_t up_to_step) {
+  std::vector<std::vector<double>> rows;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<double> row;
+    std::stringstream fields(line);
+    std::string field;
+    while (std::getline(fields, field, ',')) row.push_back(std::strtod(field.c_str(), nullptr));
+    if (!row.empty() && row[0] <= static_cast<double>(up_to_step)) rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+int train_command(const std::vector<std::string>& argv) {
+  const std::vector<std::string> run_options = {"config", "data", "steps",  "batch",
+                                                "seq",    "lr",   "warmup", "seed"};
+  std::vector<std::string> options = run_options;
+  options.insert(options.end(),
+                 {"log-every", "eval-every", "eval-batches", "checkpoint-every", "out"});
+  const Args args(argv, options, {"resume", "overwrite"});
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const bool resume = args.flag("resume");
+  if (resume && args.flag("overwrite"))
+    throw UsageError("--resume and --overwrite exclude each other");
+  RunOptions run;
+  std::string out;
+  if (resume) {
+    if (!args.has("out")) throw UsageError("--resume needs --out DIR, the run to continue");
+    out = args.string("out", "");
+    for (const auto& name : run_options)
+      if (args.has(name))
+        throw UsageError("--resume repeats the run stored in " + out + "/config.json; --" + name +
+                         " cannot be changed");
+    run = stored_run(out);
+  } else {
+    run.config = args.string("config", run.config);
+    run.data = args.string("data", run.data);
+    run.steps = args.integer("steps", run.steps, 1);
+    run.batch = args.integer("batch", run.batch, 1);
+    run.seq = args.integer("seq", 0, 1);
+    run.lr = args.number("lr", run.lr, 0);
+    run.warmup = args.integer("warmup", std::min<int64_t>(100, run.steps / 10), 0);
+    run.seed = args.integer("seed", 0, 0);
+    out = args.string("out", "runs/" + run.config);
+  }
+  const models::TransformerConfig config =
+      as_usage_error([&] { return models::config_by_name(run.config); });
+  if (run.seq == 0) run.seq = config.max_len;
+  const int64_t steps = run.steps, batch_size = run.batch, seq_len = run.seq;
+  const std::string& data_path = run.data;
+  const int64_t log_every = args.integer("log-every", 20, 1);
+  const int64_t eval_every = args.integer("eval-every", 200, 1);
+  const int64_t eval_batches = args.integer("eval-batches", 8, 1);
+  const int64_t checkpoint_every = args.integer("checkpoint-every", 0, 0);
+  if (seq_len > config.max_len)
+    throw UsageError("--seq " + std::to_string(seq_len) + " exceeds the '" + config.name +
+                     "' config's max_len " + std::to_string(config.max_len));
+
+  // Data: every problem with it is the user's input.
+  const data::DatasetSplits splits = as_usage_error(
+      [&] { return data::TokenDataset::from_path(data_path, seq_len).split(kValidationFraction); });
+  if (batch_size > splits.train.num_examples())
+    throw UsageError("--batch " + std::to_string(batch_size) +
+                     " is larger than the training set: " + data_path + " gives " +
+                     std::to_string(splits.train.num_examples()) + " sequences of " +
+                     std::to_string(seq_len) + " tokens");
+  data::LoaderOptions train_options;
+  train_options.batch_size = batch_size;
+  train_options.seed = static_cast<uint64_t>(run.seed);
+  const data::DataLoader train_loader(splits.train, train_options);
+  data::LoaderOptions val_options;
+  val_options.batch_size = std::min(batch_size, splits.validation.num_examples());
+  val_options.shuffle = false;
+  const data::DataLoader val_loader(splits.validation, val_options);
+  const int64_t num_eval_batches = std::min(eval_batches, val_loader.num_batches());
+  const double unigram =
+      data::unigram_cross_entropy(splits.train.tokens(), splits.validation.tokens());
+
+  nnx::Rngs rngs(run.seed);
+  models::TransformerLM model(config, rngs);
+  models::OptimizerOptions opt;
+  opt.learning_rate = run.lr;
+  opt.warmup_steps = run.warmup;
+  opt.total_steps = steps;
+  const optax::GradientTransformation tx = models::make_optimizer(opt);
+  State params = nnx::state(model, nnx::VariableKind::Param);
+  State opt_state = tx.init(params);
+  models::TrainStep train_step = models::make_train_step(model, tx);
+  models::EvalStep eval_step = models::make_eval_step(model);
+
+  // Parameters and optimizer state are saved at the same steps, in two managers: generate,
+  // export and serve read the parameters only.
+  checkpoint::CheckpointManagerOptions ckpt_options;
+  ckpt_options.max_to_keep = 3;
+  ckpt_options.enable_async_checkpointing = true;
+  if (!resume && fs::exists(checkpoints_dir(out))) {
+    if (!args.flag("overwrite"))
+      throw UsageError(out +
+                       " already holds a training run; use --resume to continue it or "
+                       "--overwrite to start again");
+    fs::remove_all(checkpoints_dir(out));
+    fs::remove_all(opt_state_dir(out));
+  }
+  fs::create_directories(out);
+  checkpoint::CheckpointManager param_manager(checkpoints_dir(out), ckpt_options);
+  checkpoint::CheckpointManager opt_manager(opt_state_dir(out), ckpt_options);
+  int64_t start_step = 0;
+  std::vector<std::vector<double>> rows;  // one per log line
+  if (resume) {
+    // The latest step with both halves complete.
+    const auto with_opt = opt_manager.all_steps();
+    for (int64_t s : param_manager.all_steps())
+      if (std::find(with_opt.begin(), with_opt.end(), s) != with_opt.end()) start_step = s;
+    if (start_step == 0) throw UsageError("--resume: no complete checkpoint in " + out);
+    params = param_manager.restore(start_step, params);
+    opt_state = opt_manager.restore(start_step, opt_state);
+    rows = read_metrics(fs::path(out) / "metrics.csv", start_step);
+    std::printf("cujax train: resuming %s at step %lld of %lld\n", out.c_str(),
+                static_cast<long long>(start_step), static_cast<long long>(steps));
+  }
+  write_model_config(out, config, run.to_json());
+
+  std::printf(
+      "cujax train: config %s (%lld parameters), %s: %lld train / %lld validation "
+      "sequences of %lld tokens\n",
+      config.name.c_str(), static_cast<long long>(nnx::count(model)), data_path.c_str(),
+      static_cast<long long>(splits.train.num_examples()),
+      static_cast<long long>(splits.validation.num_examples()), static_cast<long long>(seq_len));
+  std::printf("unigram baseline on the validation set: %.3f nats/token\n", unigram);
+  std::fflush(stdout);
+
+  if (start_step >= steps) {
+    std::printf("%s is complete: step %lld of %lld\n", out.c_str(),
+                static_cast<long long>(start_step), static_cast<long long>(steps));
+    return 0;
+  }
+  Progress progress(steps);
+  data::Prefetcher batches(train_loader.stream(start_step), 4);
+  const auto start = clock::now();
+  auto window_start = start;
+  int64_t window_steps = 0;
+  double compile_seconds = 0, last_loss = 0;
+  std::optional<double> last_val;
+  Array loss_sum;  // on the device until the next log
+  auto save = [&](int64_t step) {
+    std::map<std::string, double> metrics;
+    if (last_val) metrics["val_loss"] = *last_val;
+    param_manager.save(step, params, metrics);
+    opt_manager.save(step, opt_state, metrics);
+  };
+  for (int64_t step = start_step; step < steps; ++step) {
+    std::optional<data::Batch> batch = batches.next();
+    const auto t0 = clock::now();
+    auto [new_params, new_opt_state, metrics] = train_step(params, opt_state, *batch);
+    params = std::move(new_params);
+    opt_state = std::move(new_opt_state);
+    const Array& loss = metrics.at("loss");
+    loss_sum = loss_sum.valid() ? loss_sum + loss : loss;
+    ++window_steps;
+    if (step == start_step) {
+      // The first call traces and compiles: time it apart from the throughput.
+      loss.block_until_ready();
+      compile_seconds = seconds_since(t0);
+      window_start = clock::now();
+      window_steps = 0;
+    }
+    const int64_t done = step + 1;
+    const bool log_now = done % log_every == 0 || done == steps;
+    const bool eval_now = done % eval_every == 0 || done == steps;
+    if (!log_now && !eval_now) continue;
+    last_loss = loss_sum.item<float>() / static_cast<double>(std::max<int64_t>(window_steps, 1));
+    const double secs = seconds_since(window_start);
+    const double steps_per_s = window_steps > 0 && secs > 0 ? window_steps / secs : 0;
+    const double tokens_per_s = steps_per_s * batch_size * seq_len;
+    std::optional<double> val;
+    if (eval_now) last_val = val = evaluate(eval_step, params, val_loader, num_eval_batches);
+    progress.update(done, steps_per_s, tokens_per_s, last_loss, last_val);
+    rows.push_back({static_cast<double>(done), last_loss, val.value_or(NAN),
+                    models::learning_rate_at(opt, step), tokens_per_s, seconds_since(start)});
+    if (checkpoint_every > 0 && done % checkpoint_every == 0 && done != steps) save(done);
+    loss_sum = Array();
+    window_steps = 0;
+    window_start = clock::now();
+  }
+  progress.finish();
+  save(steps);
+  param_manager.wait_until_finished();
+  opt_manager.wait_until_finished();
+  const double total_seconds = seconds_since(start);
+
+  metrics_log::write_csv(
+      (fs::path(out) / "metrics.csv").string(),
+      {"step", "train_loss", "val_loss", "learning_rate", "tokens_per_s", "elapsed_s"}, rows);
+  std::vector<std::pair<double, double>> train_curve, val_curve;
+  for (const auto& row : rows) {
+    train_curve.emplace_back(row[0], row[1]);
+    if (std::isfinite(row[2])) val_curve.emplace_back(row[0], row[2]);
+  }
+  std::vector<metrics_log::Series> series = {
+      {"train loss", train_curve},
+      {"validation loss", val_curve},
+      {"unigram baseline", {{0.0, unigram}, {static_cast<double>(steps), unigram}}}};
+  metrics_log::write_svg_line_chart((fs::path(out) / "loss.svg").string(),
+                                    "cujax train " + config.name + " on " + data_path, "step",
+                                    "loss (nats/token)", series);
+
+  std::printf("trained steps %lld to %lld in %.1f s (the first, with compilation: %.2f s)\n",
+              static_cast<long long>(start_step + 1), static_cast<long long>(steps), total_seconds,
+              compile_seconds);
+  std::printf("validation loss %.3f nats/token against the unigram baseline %.3f (%s)\n",
+              last_val.value_or(NAN), unigram,
+              last_val && *last_val < unigram ? "below" : "NOT below");
+  std::printf("wrote %s/{config.json,metrics.csv,loss.svg,checkpoints/%lld}\n", out.c_str(),
+              static_cast<long long>(steps));
+  return 0;
+}
+
+}  // namespace cujax::cli
