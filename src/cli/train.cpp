@@ -196,6 +196,11 @@ int train_command(const std::vector<std::string>& argv) {
     throw UsageError("--seq " + std::to_string(seq_len) + " exceeds the '" + config.name +
                      "' config's max_len " + std::to_string(config.max_len));
 
+  if (!resume && fs::exists(checkpoints_dir(out)) && !args.flag("overwrite"))
+    throw UsageError(out +
+                     " already holds a training run; use --resume to continue it or "
+                     "--overwrite to start again");
+
   // Data: every problem with it is the user's input.
   const data::DatasetSplits splits = as_usage_error(
       [&] { return data::TokenDataset::from_path(data_path, seq_len).split(kValidationFraction); });
@@ -234,11 +239,7 @@ int train_command(const std::vector<std::string>& argv) {
   ckpt_options.max_to_keep = 3;
   ckpt_options.enable_async_checkpointing = true;
   if (!resume && fs::exists(checkpoints_dir(out))) {
-    if (!args.flag("overwrite"))
-      throw UsageError(out +
-                       " already holds a training run; use --resume to continue it or "
-                       "--overwrite to start again");
-    fs::remove_all(checkpoints_dir(out));
+    fs::remove_all(checkpoints_dir(out));  // --overwrite, checked before any work
     fs::remove_all(opt_state_dir(out));
   }
   fs::create_directories(out);

@@ -58,9 +58,11 @@ class ThreadPool {
   bool stopping_ = false;
 };
 
+// Never destroyed: device queues drain their pending work at exit, and that work may still
+// need the pool after a static pool would be gone (they are created in either order).
 ThreadPool& pool() {
-  static ThreadPool p(std::max(1u, std::thread::hardware_concurrency()) - 1);
-  return p;
+  static ThreadPool* p = new ThreadPool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  return *p;
 }
 
 }  // namespace
