@@ -8,11 +8,11 @@ namespace cujax {
 
 namespace {
 // 64-byte alignment keeps vector loads and BLAS happy.
-std::shared_ptr<std::byte[]> allocate(size_t nbytes) {
+std::shared_ptr<std::byte[]> allocate(size_t nbytes, bool zero = true) {
   const size_t padded = ((nbytes + 63) / 64) * 64;
   auto* p =
       static_cast<std::byte*>(::operator new[](padded == 0 ? 64 : padded, std::align_val_t{64}));
-  std::memset(p, 0, padded == 0 ? 64 : padded);
+  if (zero) std::memset(p, 0, padded == 0 ? 64 : padded);
   return std::shared_ptr<std::byte[]>(
       p, [](std::byte* q) { ::operator delete[](q, std::align_val_t{64}); });
 }
@@ -23,6 +23,17 @@ HostTensor::HostTensor(DType dtype, Shape shape)
   for (int64_t d : shape_)
     if (d < 0) throw Error("HostTensor: negative dimension in shape " + shape_to_string(shape_));
   storage_ = allocate(nbytes());
+}
+
+HostTensor HostTensor::uninitialized(DType dtype, Shape shape) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.size_ = num_elements(t.shape_);
+  for (int64_t d : t.shape_)
+    if (d < 0) throw Error("HostTensor: negative dimension in shape " + shape_to_string(t.shape_));
+  t.storage_ = allocate(t.nbytes(), false);
+  return t;
 }
 
 void HostTensor::throw_size_mismatch(size_t given, const HostTensor& t) {

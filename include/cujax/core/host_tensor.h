@@ -20,6 +20,9 @@ class HostTensor {
   HostTensor() = default;
   // Zero-filled storage for `shape` elements of `dtype`.
   HostTensor(DType dtype, Shape shape);
+  // Storage left as it is, for a result that writes every element (kernels: skipping the
+  // zero fill saves a pass over memory per op).
+  static HostTensor uninitialized(DType dtype, Shape shape);
 
   template <class T>
   static HostTensor from_vector(const std::vector<T>& values, Shape shape) {

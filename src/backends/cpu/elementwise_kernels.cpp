@@ -83,7 +83,7 @@ template <class R, class T, class Fn>
 Kernel map1(Shape shape, int64_t grain, Fn fn) {
   return [shape = std::move(shape), grain, fn](std::span<const HostTensor> in, ExecContext&) {
     const T* __restrict a = operand<T>(in, 0, shape);
-    HostTensor out(dtype_of<R>(), shape);
+    HostTensor out = HostTensor::uninitialized(dtype_of<R>(), shape);
     R* __restrict o = out.data_as<R>();
     for_elements(out.size(), grain, [a, o, fn](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) o[i] = fn(a[i]);
@@ -98,7 +98,7 @@ Kernel map2(Shape shape, int64_t grain, Fn fn) {
   return [shape = std::move(shape), grain, fn](std::span<const HostTensor> in, ExecContext&) {
     const T* __restrict a = operand<T>(in, 0, shape);
     const T* __restrict b = operand<T>(in, 1, shape);
-    HostTensor out(dtype_of<R>(), shape);
+    HostTensor out = HostTensor::uninitialized(dtype_of<R>(), shape);
     R* __restrict o = out.data_as<R>();
     for_elements(out.size(), grain, [a, b, o, fn](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) o[i] = fn(a[i], b[i]);
@@ -347,7 +347,7 @@ Kernel select_kernel(const ir::Operation& op, Compiler&) {
                              ", expected " + dtype_name(dt) + shape_to_string(shape));
       const W* __restrict a = in[1].data_as<W>();
       const W* __restrict b = in[2].data_as<W>();
-      HostTensor out(dt, shape);
+      HostTensor out = HostTensor::uninitialized(dt, shape);
       W* __restrict o = out.data_as<W>();
       for_elements(out.size(), kGrain, [=](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) o[i] = pred[i] ? a[i] : b[i];
@@ -382,7 +382,7 @@ Kernel clamp_kernel(const ir::Operation& op, Compiler&) {
       const T* __restrict l = operand<T>(in, 0, lo_shape);
       const T* __restrict a = operand<T>(in, 1, shape);
       const T* __restrict h = operand<T>(in, 2, hi_shape);
-      HostTensor out(dtype_of<T>(), shape);
+      HostTensor out = HostTensor::uninitialized(dtype_of<T>(), shape);
       T* __restrict o = out.data_as<T>();
       for_elements(out.size(), kGrain, [=](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
