@@ -131,7 +131,8 @@ class DataLoader {
   Batch batch(const std::vector<int64_t>& order, int64_t index) const;
   Batch batch(int64_t epoch, int64_t index) const { return batch(order(epoch), index); }
 
-  // The batches of one epoch, for range-for: for (const Batch& b : loader.epoch(3)).
+  // The batches of one epoch, for range-for: for (const Batch& b : loader.epoch(3)). The range
+  // points to the loader, which must outlive it.
   class EpochRange {
    public:
     class iterator {
@@ -195,7 +196,7 @@ class Prefetcher {
   bool done_ = false;  // the producer finished (end of stream or error)
   bool stop_ = false;  // the consumer is going away
   std::exception_ptr error_;
-  std::thread thread_;  // last: starts after the members it uses exist
+  std::thread thread_;  // started by the constructor once the arguments are checked
 };
 
 // The unigram baseline of a language model's loss. unigram_entropy is -sum_b p(b) log p(b) in
