@@ -6,6 +6,7 @@
 
 #include "cli/bench.h"
 #include "cli/conformance.h"
+#include "cli/run.h"
 #include "cujax/core/error.h"
 #include "cujax/runtime/backend.h"
 
@@ -21,6 +22,8 @@ commands:
       --timeout SECONDS        limit per file (default: 60)
       --min-pass-rate R        exit 0 when at least this fraction passes (default: 1)
       -v                       also list the files that pass
+  run FILE --input X.npy... --output OUT.npy... [--print]
+                               run an exported artifact on .npy inputs (docs/export.md)
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
   version                      print the version
 )";
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "devices") return devices_command();
     if (command == "stablehlo-test") return stablehlo_test_command(args);
+    if (command == "run") return cujax::cli::run_artifact(args);
     if (command == "bench") {
       if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
       throw cujax::Error("bench needs a benchmark name: dispatch");
