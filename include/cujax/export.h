@@ -148,7 +148,8 @@ Exported export_(const Jitted<F>& f, const ExportOptions& options, const Specs&.
 
 template <class F, class... Specs>
 Exported export_(const Jitted<F>& f, const Specs&... specs) {
-  return export_(f, ExportOptions{}, specs...);
+  const ExportOptions defaults;
+  return export_(f, defaults, specs...);
 }
 
 }  // namespace cujax

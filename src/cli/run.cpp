@@ -54,8 +54,6 @@ std::string one_line(std::string s) {
   return s;
 }
 
-}  // namespace
-
 // Everything before the run: the arguments, the artifact, the inputs checked against it.
 struct Prepared {
   std::string file;
