@@ -382,6 +382,30 @@ TEST(Export, SaveIsAtomicAndLoadReadsItBack) {
   fs::remove_all(dir);
 }
 
+// tools/jax_bridge/cujax_artifact.py (standard library only) reads what cujax writes and writes
+// the same bytes back.
+TEST(Export, PythonWriterMatchesTheFormat) {
+  if (std::system("python3 -c 'import hashlib, json' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no python3 on PATH";
+  const fs::path tools = fs::path(CUJAX_FIXTURES_DIR).parent_path().parent_path() / "tools" /
+                         "jax_bridge";
+  const fs::path dir = fresh_dir("python");
+  const Exported exp = export_mlp();
+  exp.save((dir / "a.cujax").string());
+  const std::string script = "import sys; sys.path.insert(0, '" + tools.string() +
+                             "'); import cujax_artifact as c; h, t = c.read('" +
+                             (dir / "a.cujax").string() + "'); c.write('" +
+                             (dir / "b.cujax").string() +
+                             "', h['fun_name'], t, h['in'], h['out'], h['platforms'], "
+                             "h['in_tree'], h['out_tree'])";
+  ASSERT_EQ(std::system(("python3 -c \"" + script + "\"").c_str()), 0);
+  std::ifstream in(dir / "b.cujax", std::ios::binary);
+  const std::string written(std::istreambuf_iterator<char>(in), {});
+  EXPECT_EQ(written, exp.serialize());
+  EXPECT_EQ(Exported::load((dir / "b.cujax").string()).checksum(), exp.checksum());
+  fs::remove_all(dir);
+}
+
 // --- the committed fixture: artifacts written by format version 1 keep loading ----------------
 
 const fs::path kFixtures = fs::path(CUJAX_FIXTURES_DIR) / "export";
