@@ -74,8 +74,7 @@ TEST(CheckpointZarrPython, ZarrReadsEveryParameter) {
   if (!python_zarr_available())
     GTEST_SKIP() << kPython << " cannot import zarr and numpy (apt-get install python3-zarr)";
 
-  const fs::path dir =
-      fs::temp_directory_path() / ("cujax_zarr_py_" + std::to_string(::getpid()));
+  const fs::path dir = fs::temp_directory_path() / ("cujax_zarr_py_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "npy");
   const std::vector<std::pair<std::string, HostTensor>> params = {
@@ -102,10 +101,10 @@ TEST(CheckpointZarrPython, ZarrReadsEveryParameter) {
 
   for (const auto& [path, value] : params) {
     const std::string name = path + ".value";
-    const std::string line = name + " " +
-                             (value.dtype() == DType::BF16 ? std::string("bfloat16")
-                                                           : npy_descr(value.dtype())) +
-                             " " + shape_to_string(value.shape());
+    const std::string line =
+        name + " " +
+        (value.dtype() == DType::BF16 ? std::string("bfloat16") : npy_descr(value.dtype())) + " " +
+        shape_to_string(value.shape());
     EXPECT_NE(listing.find(line), std::string::npos) << line << " not in\n" << listing;
     const fs::path npy = dir / "npy" / (name + ".npy");
     ASSERT_TRUE(fs::exists(npy)) << name;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "cujax/core/npy.h"
 #include "cujax/core/sha256.h"
@@ -36,9 +37,10 @@ TEST(Sha256, Fips180Vectors) {
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   // FIPS 180-4 two-block example (896 bits).
-  EXPECT_EQ(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklm"
-                       "nopqklmnopqrlmnopqrsmnopqrstnopqrstu"),
-            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+  EXPECT_EQ(
+      sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklm"
+                 "nopqklmnopqrlmnopqrsmnopqrstnopqrstu"),
+      "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 }
 
 TEST(Sha256, StreamingInUnevenPiecesMatchesOneShot) {
@@ -191,7 +193,8 @@ TEST(Export, RecordsTheCallingConvention) {
   EXPECT_EQ(exp.out_shardings_hlo(), std::vector<std::string>(4, "{replicated}"));
   EXPECT_EQ(exp.platforms(), (std::vector<std::string>{"cpu", "cuda"}));
   EXPECT_EQ(exp.nr_devices(), 1);
-  EXPECT_EQ(exp.in_tree(), "state4(dense1.kernel=*,dense1.bias=*,dense2.kernel=*,dense2.bias=*,)*,*,*,");
+  EXPECT_EQ(exp.in_tree(),
+            "state4(dense1.kernel=*,dense1.bias=*,dense2.kernel=*,dense2.bias=*,)*,*,*,");
   EXPECT_EQ(exp.out_tree(), "tuple4(*,*,*,*,)");
 
   // The text is a module whose @main has exactly that signature, and it verifies.
@@ -330,7 +333,7 @@ TEST(Export, DeserializeRejectsEveryCorruption) {
   // Consistent checksums over wrong contents: the header and the text are checked too.
   expect_contains(error_of(forge("{not json", text)), "corrupt header");
   std::string h = header;
-  h.replace(h.find("\"shape\":[3,5]"), 13, "\"shape\":[3,6]");
+  h.replace(h.find("\"shape\": [3, 5]"), 15, "\"shape\": [3, 6]");
   expect_contains(error_of(forge(h, text)), "art: exported mlp: @main takes (f32[3,5]");
   h = header;
   h.replace(h.find("\"float64\""), 9, "\"float32\"");
@@ -343,15 +346,15 @@ TEST(Export, DeserializeRejectsEveryCorruption) {
   expect_contains(error_of(forge(h, text)), "only single-device");
   std::string t = text;
   t.replace(t.find("stablehlo."), 10, "stablehlo.bogus_");
-  expect_contains(error_of(forge(h.replace(h.find("\"module_bytes\""), std::string::npos,
-                                           "\"module_bytes\":" + std::to_string(t.size()) + "}"),
-                                 t)),
-                  "StableHLO text is invalid");
+  h = header;
+  h.replace(h.find("\"module_bytes\""), std::string::npos,
+            "\"module_bytes\": " + std::to_string(t.size()) + "}");
+  expect_contains(error_of(forge(h, t)), "StableHLO text is invalid");
 }
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("cujax_export_" + std::to_string(::getpid()) + "_" +
-                                            name);
+  fs::path p =
+      fs::temp_directory_path() / ("cujax_export_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -387,8 +390,8 @@ TEST(Export, SaveIsAtomicAndLoadReadsItBack) {
 TEST(Export, PythonWriterMatchesTheFormat) {
   if (std::system("python3 -c 'import hashlib, json' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "no python3 on PATH";
-  const fs::path tools = fs::path(CUJAX_FIXTURES_DIR).parent_path().parent_path() / "tools" /
-                         "jax_bridge";
+  const fs::path tools =
+      fs::path(CUJAX_FIXTURES_DIR).parent_path().parent_path() / "tools" / "jax_bridge";
   const fs::path dir = fresh_dir("python");
   const Exported exp = export_mlp();
   exp.save((dir / "a.cujax").string());
@@ -417,7 +420,8 @@ std::vector<std::string> fixture_inputs() {
 }
 std::vector<std::string> fixture_outputs() {
   std::vector<std::string> v;
-  for (int i = 0; i < 4; ++i) v.push_back((kFixtures / ("mlp_v1.out" + std::to_string(i) + ".npy")));
+  for (int i = 0; i < 4; ++i)
+    v.push_back((kFixtures / ("mlp_v1.out" + std::to_string(i) + ".npy")));
   return v;
 }
 
@@ -462,8 +466,8 @@ struct CliResult {
 
 CliResult run_cli(const std::string& args, const fs::path& dir) {
   const fs::path err = dir / "stderr.txt", out = dir / "stdout.txt";
-  const std::string cmd = std::string(CUJAX_CLI_PATH) + " run " + args + " >" + out.string() +
-                          " 2>" + err.string();
+  const std::string cmd =
+      std::string(CUJAX_CLI_PATH) + " run " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   auto slurp = [](const fs::path& p) {
     std::ifstream in(p);
@@ -492,8 +496,8 @@ TEST(RunCommand, RunsAnArtifactOnNpyFiles) {
   for (const Array& a : {in.x, in.labels, in.gate}) put(a);
   for (int o = 0; o < 4; ++o) outs.push_back((dir / ("out" + std::to_string(o) + ".npy")).string());
   const CliResult r = run_cli((dir / "mlp.cujax").string() + join_flags("--input", ins) +
-                            join_flags("--output", outs) + " --print",
-                        dir);
+                                  join_flags("--output", outs) + " --print",
+                              dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<HostTensor> want = expected_outputs(in);
   for (int o = 0; o < 4; ++o) EXPECT_TRUE(same_bytes(load_npy(outs[o]), want[o])) << o;
@@ -542,9 +546,10 @@ TEST(RunCommand, RunsTheCommittedFixture) {
   const fs::path dir = fresh_dir("cli_fixture");
   std::vector<std::string> outs;
   for (int o = 0; o < 4; ++o) outs.push_back((dir / ("out" + std::to_string(o) + ".npy")).string());
-  const CliResult r = run_cli((kFixtures / "mlp_v1.cujax").string() +
-                            join_flags("--input", fixture_inputs()) + join_flags("--output", outs),
-                        dir);
+  const CliResult r =
+      run_cli((kFixtures / "mlp_v1.cujax").string() + join_flags("--input", fixture_inputs()) +
+                  join_flags("--output", outs),
+              dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (int o = 0; o < 4; ++o)
     EXPECT_TRUE(same_bytes(load_npy(outs[o]), load_npy(fixture_outputs()[o]))) << o;
@@ -552,6 +557,10 @@ TEST(RunCommand, RunsTheCommittedFixture) {
 }
 
 // --- AOT: after compile(), the first call neither traces nor compiles, and is not slow ----------
+// One first call can be delayed by a scheduler time slice on a loaded machine (measured here:
+// 4-8 ms now and then, for any call that has to wake the device thread), so the bound is on the
+// median of the first calls of several freshly compiled programs: extra work done by first
+// calls still moves it, one unlucky wake-up does not.
 
 double call_ms(const std::function<void()>& call) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -559,11 +568,23 @@ double call_ms(const std::function<void()>& call) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double median_ms(const std::function<void()>& call, int n) {
-  std::vector<double> v;
-  for (int i = 0; i < n; ++i) v.push_back(call_ms(call));
+double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+constexpr int kPrograms = 5;
+
+void expect_first_calls_fast(const std::vector<double>& firsts, const std::vector<double>& steady) {
+  std::printf("first call: median %.3f ms of %s; steady state: median %.3f ms\n", median(firsts),
+              ::testing::PrintToString(firsts).c_str(), median(steady));
+  EXPECT_LE(median(firsts), 3 * median(steady) + 2.0);
+}
+
+// Compiling uses up the thread's time slice; a pause lets the first call start with a fresh one
+// (a server's first request comes some time after its compile, too).
+void settle() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
 TEST(Aot, CompiledFirstCallDoesNoTracingOrCompilation) {
@@ -575,34 +596,43 @@ TEST(Aot, CompiledFirstCallDoesNoTracingOrCompilation) {
       },
       mlp_options());
   const Inputs in = make_inputs();
-  const auto compiled = f.lower(in.params, ShapeDtype{{4, 3}, DType::F32},
-                                ShapeDtype{{4}, DType::I32}, ShapeDtype{{4, 2}, DType::BF16})
-                            .compile();
-  EXPECT_EQ(traces, 1);
-  const int64_t compiles = global_compile_count();
-  auto call = [&] { std::get<0>(compiled(in.params, in.x, in.labels, in.gate)).block_until_ready(); };
-  const double first = call_ms(call);
-  EXPECT_EQ(traces, 1);
-  EXPECT_EQ(global_compile_count(), compiles);
-  const double steady = median_ms(call, 21);
-  EXPECT_EQ(global_compile_count(), compiles);
-  EXPECT_LE(first, 3 * steady + 2.0) << "first " << first << " ms, steady " << steady << " ms";
+  const auto lowered = f.lower(in.params, ShapeDtype{{4, 3}, DType::F32},
+                               ShapeDtype{{4}, DType::I32}, ShapeDtype{{4, 2}, DType::BF16});
+  std::vector<double> firsts, steady;
+  for (int k = 0; k < kPrograms; ++k) {
+    const int64_t before = global_compile_count();
+    const auto compiled = lowered.compile();
+    EXPECT_EQ(global_compile_count(), before + 1);
+    auto call = [&] {
+      std::get<0>(compiled(in.params, in.x, in.labels, in.gate)).block_until_ready();
+    };
+    settle();
+    firsts.push_back(call_ms(call));
+    for (int i = 0; i < 5; ++i) steady.push_back(call_ms(call));
+    EXPECT_EQ(traces, 1);
+    EXPECT_EQ(global_compile_count(), before + 1);
+  }
+  expect_first_calls_fast(firsts, steady);
 }
 
 TEST(Aot, ExportedFirstCallAfterCompileDoesNoCompilation) {
-  const Exported exp = Exported::deserialize(export_mlp().serialize());
-  const int64_t before = global_compile_count();
-  exp.compile();
-  EXPECT_TRUE(exp.is_compiled());
-  EXPECT_EQ(global_compile_count(), before + 1);
-  const Exported copy = exp;  // copies share the compiled program
+  const std::string bytes = export_mlp().serialize();
   const Inputs in = make_inputs();
-  auto call = [&] { copy.call(in.params, in.x, in.labels, in.gate)[0].block_until_ready(); };
-  const double first = call_ms(call);
-  EXPECT_EQ(global_compile_count(), before + 1);
-  const double steady = median_ms(call, 21);
-  EXPECT_EQ(global_compile_count(), before + 1);
-  EXPECT_LE(first, 3 * steady + 2.0) << "first " << first << " ms, steady " << steady << " ms";
+  std::vector<double> firsts, steady;
+  for (int k = 0; k < kPrograms; ++k) {
+    const Exported exp = Exported::deserialize(bytes);
+    const int64_t before = global_compile_count();
+    exp.compile();
+    EXPECT_TRUE(exp.is_compiled());
+    EXPECT_EQ(global_compile_count(), before + 1);
+    const Exported copy = exp;  // copies share the compiled program
+    auto call = [&] { copy.call(in.params, in.x, in.labels, in.gate)[0].block_until_ready(); };
+    settle();
+    firsts.push_back(call_ms(call));
+    for (int i = 0; i < 5; ++i) steady.push_back(call_ms(call));
+    EXPECT_EQ(global_compile_count(), before + 1);
+  }
+  expect_first_calls_fast(firsts, steady);
 }
 
 }  // namespace

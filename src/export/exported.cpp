@@ -305,16 +305,16 @@ void Exported::compile(const std::string& platform) const {
       throw Error("exported " + fun_name_ + " is for platforms " + list_text(platforms_) +
                   ", but this build runs " + list_text(available));
   } else if (std::find(platforms_.begin(), platforms_.end(), chosen) == platforms_.end()) {
-    throw Error("exported " + fun_name_ + " is for platforms " + list_text(platforms_) +
-                ", not " + chosen);
+    throw Error("exported " + fun_name_ + " is for platforms " + list_text(platforms_) + ", not " +
+                chosen);
   }
   if (cache_->program) {
     if (cache_->program->platform == chosen) return;
-    throw Error("exported " + fun_name_ + " is already compiled for " +
-                cache_->program->platform + ", not " + chosen);
+    throw Error("exported " + fun_name_ + " is already compiled for " + cache_->program->platform +
+                ", not " + chosen);
   }
-  auto program = trace::compile_module(trace::reparse(text_), chosen,
-                                       std::vector<bool>(in_.size(), false));
+  auto program =
+      trace::compile_module(trace::reparse(text_), chosen, std::vector<bool>(in_.size(), false));
   for (size_t i = 0; i < out_.size() && i < program->out_avals.size(); ++i)
     program->out_avals[i].weak_type = out_[i].aval.weak_type;
   cache_->program = std::move(program);

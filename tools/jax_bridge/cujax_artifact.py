@@ -23,7 +23,7 @@ def write(path, fun_name, text, in_leaves, out_leaves, platforms, in_tree="", ou
               "in_tree": in_tree, "out_tree": out_tree,
               "in": [leaf(l) for l in in_leaves], "out": [leaf(l) for l in out_leaves],
               "module_bytes": len(body_text)}
-    body = json.dumps(header, separators=(",", ":")).encode("utf-8") + b"\n" + body_text
+    body = json.dumps(header).encode("utf-8") + b"\n" + body_text
     data = MAGIC + str(VERSION).encode() + b"\nsha256 " + \
         hashlib.sha256(body).hexdigest().encode() + b"\n" + body
     with open(path, "wb") as f:
