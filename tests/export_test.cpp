@@ -20,6 +20,7 @@
 #include "cujax/ir/parser.h"
 #include "cujax/ir/verifier.h"
 #include "cujax/numpy.h"
+#include "cujax/runtime/backend.h"
 
 namespace cujax {
 namespace {
@@ -558,6 +559,15 @@ TEST(RunCommand, RunsAnArtifactOnNpyFiles) {
     f << corrupt;
   }
   bad((dir / "corrupt.cujax").string() + " --print", "checksum mismatch");
+  const auto platforms = runtime::available_platforms();
+  if (std::find(platforms.begin(), platforms.end(), "cuda") == platforms.end()) {
+    ExportOptions cuda_only;
+    cuda_only.platforms = {"cuda"};
+    export_(jitted_mlp(), cuda_only, in.params, in.x, in.labels, in.gate)
+        .save((dir / "cuda.cujax").string());
+    bad((dir / "cuda.cujax").string() + join_flags("--input", ins) + " --print",
+        "is for platforms [cuda], but this build runs [cpu]");
+  }
   bad(art + join_flags("--input", ins), "nothing to do");
   bad(art + " --frobnicate", "unknown option --frobnicate");
   bad("--print", "no artifact FILE given");

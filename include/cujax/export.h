@@ -118,8 +118,9 @@ template <class T>
 const T& abstract(const T& v) {
   return v;
 }
-std::vector<ExportedLeaf> leaves_of(const std::vector<Array>& arrays,
-                                    const std::vector<std::string>& paths);
+std::vector<ExportedLeaf> leaves_of(const std::vector<std::string>& paths,
+                                    const std::vector<ShapeDtype>& avals);
+std::vector<ShapeDtype> avals_of(const std::vector<Array>& arrays);
 }  // namespace export_detail
 
 // jax.export.export(f)(*specs): lowers `f` for `specs` and records its calling convention.
@@ -142,8 +143,9 @@ Exported export_(const Jitted<F>& f, const ExportOptions& options, const Specs&.
   trace::flatten_arguments(std::make_tuple(lowered.out_tree()), {"result"}, out_leaves, out_paths,
                            out_arg, out_tree);
   return Exported(f.options().name, lowered.as_text(), in_tree,
-                  export_detail::leaves_of(leaves, paths), out_tree,
-                  export_detail::leaves_of(out_leaves, out_paths), options.platforms);
+                  export_detail::leaves_of(paths, lowered.in_avals()), out_tree,
+                  export_detail::leaves_of(out_paths, export_detail::avals_of(out_leaves)),
+                  options.platforms);
 }
 
 template <class F, class... Specs>

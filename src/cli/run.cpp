@@ -104,6 +104,8 @@ Prepared prepare(const std::vector<std::string>& args) {
                   p.file + " is " + in[i].aval.str());
     p.inputs.push_back(array(t));
   }
+  // An artifact for another platform, or one the backend cannot compile, is bad input too.
+  p.exported->compile();
   return p;
 }
 

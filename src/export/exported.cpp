@@ -361,10 +361,19 @@ std::vector<Array> Exported::call(const std::vector<Array>& leaves) const {
 
 namespace export_detail {
 
-std::vector<ExportedLeaf> leaves_of(const std::vector<Array>& arrays,
-                                    const std::vector<std::string>& paths) {
+std::vector<ExportedLeaf> leaves_of(const std::vector<std::string>& paths,
+                                    const std::vector<ShapeDtype>& avals) {
+  if (paths.size() != avals.size())
+    throw Error("export_: " + std::to_string(paths.size()) + " leaf paths for " +
+                std::to_string(avals.size()) + " abstract values");
   std::vector<ExportedLeaf> out;
-  for (size_t i = 0; i < arrays.size(); ++i) out.push_back({paths[i], arrays[i].aval()});
+  for (size_t i = 0; i < paths.size(); ++i) out.push_back({paths[i], avals[i]});
+  return out;
+}
+
+std::vector<ShapeDtype> avals_of(const std::vector<Array>& arrays) {
+  std::vector<ShapeDtype> out;
+  for (const Array& a : arrays) out.push_back(a.aval());
   return out;
 }
 
