@@ -239,6 +239,9 @@ class Lowered {
   // The module as JAX's Lowered.as_text() prints it; parse_module reads it back.
   const std::string& as_text() const { return text_; }
   const ir::Module& module() const { return *module_; }
+  // The output tree with abstract leaves (what a call returns, shaped).
+  const Out& out_tree() const { return out_structure_; }
+  const std::vector<ShapeDtype>& in_avals() const { return in_avals_; }
   Compiled<Out> compile() const;
 
  private:
@@ -350,6 +353,7 @@ class Jitted {
                         core_->donated_leaves(sig), core_->options().platform);
   }
 
+  const JitOptions& options() const { return core_->options(); }
   size_t cache_size() const { return core_->cache_size(); }
   int64_t compile_count() const { return core_->compile_count(); }
 

@@ -9,6 +9,7 @@
 #include "cli/conformance.h"
 #include "cli/generate.h"
 #include "cli/train.h"
+#include "cli/run.h"
 #include "cujax/core/error.h"
 #include "cujax/runtime/backend.h"
 
@@ -29,6 +30,8 @@ commands:
       --seed S --log-every N --eval-every N --checkpoint-every N --out DIR
   generate --model DIR         sample text from a trained model, with the KV cache
       --prompt TEXT --max-tokens N --temperature T --top-k K --seed S
+  run FILE --input X.npy... --output OUT.npy... [--print]
+                               run an exported artifact on .npy inputs (docs/export.md)
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
   bench train                  ms/step and tokens/s of the tiny config against PyTorch CPU
   version                      print the version
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
     if (command == "stablehlo-test") return stablehlo_test_command(args);
     if (command == "train") return cujax::cli::train_command(args);
     if (command == "generate") return cujax::cli::generate_command(args);
+    if (command == "run") return cujax::cli::run_artifact(args);
     if (command == "bench") {
       if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
       if (!args.empty() && args[0] == "train")

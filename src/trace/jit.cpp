@@ -258,6 +258,9 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
   program->cost = cost_analysis(*module);
   program->memory = memory_analysis(*module);
   program->executable = runtime::get_backend(platform).compile(*module, "main");
+  // Start the queue dispatch() runs programs on: creating its thread can take milliseconds on a
+  // loaded machine, and an ahead-of-time compiled program's first call should only dispatch.
+  runtime::device_queue("cpu", 0);
   program->compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++compiles;

@@ -1,0 +1,140 @@
+#include "cli/run.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <optional>
+
+#include "cujax/core/npy.h"
+#include "cujax/export.h"
+
+namespace cujax::cli {
+
+namespace {
+
+constexpr const char* kRunUsage =
+    "usage: cujax run FILE [--input X.npy]... [--output OUT.npy]... [--print]";
+
+std::string leaf_list(const std::vector<ExportedLeaf>& leaves) {
+  std::string s;
+  for (size_t i = 0; i < leaves.size(); ++i)
+    s += (i ? ", " : "") + leaves[i].path + " " + leaves[i].aval.str();
+  return s.empty() ? "none" : s;
+}
+
+// One line per output: type, range, mean and the first values.
+void print_summary(const std::string& path, const HostTensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.size()));
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = t.data_as<T>();
+    for (size_t i = 0; i < v.size(); ++i) {
+      if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>)
+        v[i] = static_cast<double>(static_cast<float>(p[i]));
+      else
+        v[i] = static_cast<double>(p[i]);
+    }
+  });
+  std::printf("%s %s", path.c_str(), t.type_string().c_str());
+  if (!v.empty()) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    std::printf(" min %.6g max %.6g mean %.6g [", *std::min_element(v.begin(), v.end()),
+                *std::max_element(v.begin(), v.end()), sum / static_cast<double>(v.size()));
+    const size_t shown = std::min<size_t>(v.size(), 8);
+    for (size_t i = 0; i < shown; ++i) std::printf("%s%.6g", i ? ", " : "", v[i]);
+    std::printf("%s]", shown < v.size() ? ", ..." : "");
+  }
+  std::printf("\n");
+}
+
+// Error messages go on one line.
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+// Everything before the run: the arguments, the artifact, the inputs checked against it.
+struct Prepared {
+  std::string file;
+  std::vector<std::string> outputs;
+  bool print = false;
+  std::optional<Exported> exported;
+  std::vector<Array> inputs;
+};
+
+Prepared prepare(const std::vector<std::string>& args) {
+  Prepared p;
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw Error("option " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--input")
+      inputs.push_back(value());
+    else if (a == "--output")
+      p.outputs.push_back(value());
+    else if (a == "--print")
+      p.print = true;
+    else if (!a.empty() && a[0] == '-')
+      throw Error("unknown option " + a + "; " + kRunUsage);
+    else if (p.file.empty())
+      p.file = a;
+    else
+      throw Error("one artifact FILE only (also got " + a + ")");
+  }
+  if (p.file.empty()) throw Error(std::string("no artifact FILE given; ") + kRunUsage);
+  if (p.outputs.empty() && !p.print)
+    throw Error("nothing to do: give --output OUT.npy per output, or --print");
+  p.exported = Exported::load(p.file);
+  const auto& in = p.exported->in_leaves();
+  const auto& out = p.exported->out_leaves();
+  if (inputs.size() != in.size())
+    throw Error(p.file + " takes " + std::to_string(in.size()) + " inputs (" + leaf_list(in) +
+                "), got " + std::to_string(inputs.size()) + " --input");
+  if (!p.outputs.empty() && p.outputs.size() != out.size())
+    throw Error(p.file + " has " + std::to_string(out.size()) + " outputs (" + leaf_list(out) +
+                "), got " + std::to_string(p.outputs.size()) + " --output; give one per output");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostTensor t = load_npy(inputs[i]);
+    if (t.shape() != in[i].aval.shape || t.dtype() != in[i].aval.dtype)
+      throw Error(inputs[i] + " is " + t.type_string() + ", but input " + in[i].path + " of " +
+                  p.file + " is " + in[i].aval.str());
+    p.inputs.push_back(array(t));
+  }
+  // An artifact for another platform, or one the backend cannot compile, is bad input too.
+  p.exported->compile();
+  return p;
+}
+
+int bad_input(const std::exception& e) {
+  std::fprintf(stderr, "cujax run: %s\n", one_line(e.what()).c_str());
+  return 2;
+}
+
+}  // namespace
+
+int run_artifact(const std::vector<std::string>& args) {
+  Prepared p;
+  try {
+    p = prepare(args);
+  } catch (const std::exception& e) {
+    return bad_input(e);
+  }
+  // A failure while running is not bad input: it reaches main (exit code 1).
+  std::vector<HostTensor> results;
+  for (const Array& r : p.exported->call(p.inputs)) results.push_back(r.to_host());
+  try {
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (i < p.outputs.size()) save_npy(p.outputs[i], results[i]);
+      if (p.print) print_summary(p.exported->out_leaves()[i].path, results[i]);
+    }
+  } catch (const std::exception& e) {
+    return bad_input(e);
+  }
+  return 0;
+}
+
+}  // namespace cujax::cli
