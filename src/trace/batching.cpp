@@ -47,6 +47,7 @@ batching::Rules& rules() {
     batching::register_elementwise_rules(x);
     batching::register_shape_rules(x);
     batching::register_reduction_rules(x);
+    batching::register_window_rules(x);
     return x;
   }();
   return r;
