@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "cujax/control_flow.h"
 #include "cujax/grad.h"
 #include "cujax/jit.h"
 #include "cujax/lax.h"
@@ -294,6 +295,28 @@ TEST(Vmap, SelectAndScatter) {
   const Array src = example(srcs, 1);
   expect_close(vmap(select_and_scatter_add, {0, not_mapped})(xs, src),
                unrolled(4, [&](int64_t i) { return select_and_scatter_add(example(xs, i), src); }));
+}
+
+}  // namespace
+}  // namespace cujax
+
+namespace cujax {
+namespace {
+
+// A loop body closing over a mapped argument is batched (here: refused by name) rather than
+// kept with the unbatched stand-in.
+TEST(Vmap, LoopCapturingMappedValueIsNotKeptUnbatched) {
+  auto f = [](const Array& x) {
+    return lax::fori_loop(
+        0, 3, [&](const Array&, const Array& c) { return c + x; }, lax::full({2}, 0.0, DType::F32));
+  };
+  try {
+    vmap(f)(rnd({4, 2}, 36));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no batching rule for stablehlo.while"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
