@@ -313,6 +313,89 @@ TEST(Grad, ReduceWindowAndCumsum) {
       {x});
 }
 
+// Product reduction, also with one and two zeros in a reduced row (JAX's rule is exact there).
+TEST(Grad, ReduceProd) {
+  const Array x = rnd({3, 4}, 0.5, 1.5, 43);
+  check_grad([](const std::vector<Array>& v) { return wsum(jnp::prod(v[0], 1)); }, {x});
+  check_grad([](const std::vector<Array>& v) { return jnp::prod(v[0]); }, {rnd({5}, 0.5, 1.5, 44)});
+  const Array z = f64({0.7, 0, 1.3, -0.9, 0.6, 0, 0, 1.1, 0.8, 1.2, -1.4, 0.5}, {3, 4});
+  check_grad([](const std::vector<Array>& v) { return wsum(jnp::prod(v[0], 1)); }, {z});
+  // Hand-computed: d prod / dx at one zero is the product of the others, elsewhere 0.
+  const auto g = grad([](const Array& v) { return jnp::prod(v); })(f64({2, 0, 3}, {3}));
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{0, 6, 0}));
+  // Second derivative: d2/dx0 dx1 of x0 x1 x2 is x2.
+  auto d0 = [](const Array& v) {
+    return jnp::sum(grad([](const Array& u) { return jnp::prod(u); })(v) * f64({1, 0, 0}, {3}));
+  };
+  EXPECT_EQ(grad(d0)(f64({2, 5, 3}, {3})).to_vector<double>(), (std::vector<double>{0, 3, 5}));
+}
+
+// Convolutions: both operands, with strides, padding, dilations, feature groups and NHWC specs.
+TEST(Grad, Convolution) {
+  const Array x = rnd({2, 4, 7, 6}, -1, 1, 45), k = rnd({6, 2, 3, 2}, -1, 1, 46);
+  check_grad(
+      [](const std::vector<Array>& v) {
+        return wsum(
+            lax::conv_general_dilated(v[0], v[1], {2, 1}, {{1, 1}, {0, 2}}, {1, 1}, {1, 2}, {}, 2));
+      },
+      {x, k});
+  check_grad(
+      [](const std::vector<Array>& v) {
+        return wsum(
+            lax::conv_general_dilated(v[0], v[1], {1, 2}, {{2, 0}, {1, 1}}, {2, 1}, {1, 1}));
+      },
+      {rnd({1, 3, 5, 5}, -1, 1, 47), rnd({2, 3, 2, 3}, -1, 1, 48)});
+  check_grad(
+      [](const std::vector<Array>& v) {
+        return wsum(lax::conv_general_dilated(v[0], v[1], {1, 1}, {{1, 1}, {1, 1}}, {}, {},
+                                              {"NHWC", "HWIO", "NHWC"}));
+      },
+      {rnd({2, 5, 4, 3}, -1, 1, 49), rnd({3, 3, 3, 4}, -1, 1, 50)});
+  check_grad(
+      [](const std::vector<Array>& v) {
+        return wsum(lax::conv_general_dilated(v[0], v[1], {2}, {{1, 2}}));
+      },
+      {rnd({3, 2, 9}, -1, 1, 52), rnd({4, 2, 3}, -1, 1, 53)});
+}
+
+// Max/min pooling and cummax: the cotangent goes to the window's (first) extreme element.
+TEST(Grad, ReduceWindowMaxMin) {
+  const Array x = rnd({2, 3, 6, 7}, -1, 1, 54);
+  auto pool = [](const Array& v, bool is_max) {
+    lax::WindowConfig w;
+    w.window_dimensions = {1, 1, 3, 2};
+    w.window_strides = {1, 1, 2, 2};
+    w.padding = {{0, 0}, {0, 0}, {1, 1}, {0, 1}};
+    const double init = is_max ? -INFINITY : INFINITY;
+    return lax::reduce_window(
+        {v}, {lax::full({}, init, DType::F64)},
+        [is_max](const std::vector<Array>& a) {
+          return std::vector<Array>{is_max ? lax::max(a[0], a[1]) : lax::min(a[0], a[1])};
+        },
+        w)[0];
+  };
+  check_grad([&](const std::vector<Array>& v) { return wsum(pool(v[0], true)); }, {x});
+  check_grad([&](const std::vector<Array>& v) { return wsum(pool(v[0], false)); }, {x});
+  check_grad([](const std::vector<Array>& v) { return wsum(lax::cummax(v[0], 1)); },
+             {rnd({3, 5}, -1, 1, 55)});
+  // Ties: only the first maximal element of a window gets the cotangent, as in JAX.
+  const auto g = grad([](const Array& v) {
+    lax::WindowConfig w;
+    w.window_dimensions = {2};
+    w.window_strides = {2};
+    return jnp::sum(lax::reduce_window(
+        {v}, {lax::full({}, -INFINITY, DType::F64)},
+        [](const std::vector<Array>& a) { return std::vector<Array>{lax::max(a[0], a[1])}; },
+        w)[0]);
+  })(f64({1, 1, 0, 2}, {4}));
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{1, 0, 0, 1}));
+  // Differentiable again: the second derivative of a max pool is zero almost everywhere.
+  auto d1 = [&](const Array& v) {
+    return wsum(grad([&](const Array& u) { return wsum(pool(u, true) * pool(u, true)); })(v));
+  };
+  check_grad([&](const std::vector<Array>& v) { return d1(v[0]); }, {x});
+}
+
 // ---------------------------------------------------------------- indexing, sort
 
 TEST(Grad, GatherScatter) {
@@ -546,7 +629,7 @@ TEST(Grad, Errors) {
   EXPECT_EQ(gi.to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
   // An op without a VJP rule is named.
   try {
-    grad([](const Array& v) { return jnp::prod(v); })(f64({1, 2}, {2}));
+    grad([](const Array& v) { return jnp::sum(lax::cumprod(v, 0)); })(f64({1, 2}, {2}));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("stablehlo.reduce"), std::string::npos) << e.what();

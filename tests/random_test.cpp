@@ -488,3 +488,24 @@ TEST(Initializers, XavierUniformAndNormal) {
   EXPECT_THROW(init::variance_scaling(1.0, "fan_median", "normal"), cujax::Error);
   EXPECT_THROW(init::variance_scaling(1.0, "fan_in", "cauchy"), cujax::Error);
 }
+
+// jax_threefry_partitionable changes the traced program, so it keys jit's cache: flipping it
+// compiles again and gives that layout's bits (the eager ones), flipping it back hits the cache.
+TEST(Keys, PartitionableKeysTheJitCache) {
+  const Array key = jr::PRNGKey(3);
+  auto f = cujax::jit([](const Array& k) { return jr::bits(k, {6}); });
+  const auto on = u32s(f(key));
+  EXPECT_EQ(f.compile_count(), 1);
+  std::vector<uint32_t> off, off_eager;
+  {
+    jr::ThreefryPartitionableScope scope(false);
+    off = u32s(f(key));
+    off_eager = u32s(jr::bits(key, {6}));
+  }
+  EXPECT_EQ(f.compile_count(), 2);
+  EXPECT_EQ(off, off_eager);
+  EXPECT_NE(on, off);
+  EXPECT_EQ(on, u32s(jr::bits(key, {6})));
+  EXPECT_EQ(u32s(f(key)), on);
+  EXPECT_EQ(f.compile_count(), 2);
+}

@@ -5,11 +5,13 @@
 
 #include <functional>
 
+#include "cujax/control_flow.h"
 #include "cujax/grad.h"
 #include "cujax/jit.h"
 #include "cujax/lax.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
+#include "cujax/trace/trace.h"
 #include "cujax/vmap.h"
 
 namespace cujax {
@@ -235,6 +237,86 @@ TEST(Vmap, StopGradientUnderGradOfVmap) {
   // d/dw sum_i (sg(w x_i) + w x_i) = sum_i x_i: the stop_gradient half contributes nothing.
   auto total = [&](const Array& wt) { return jnp::sum(vmap(f, {not_mapped, 0})(wt, xs)); };
   expect_close(grad(total)(w), jnp::sum(xs, {0}));
+}
+
+}  // namespace
+}  // namespace cujax
+
+namespace cujax {
+namespace {
+
+TEST(Vmap, Convolution) {
+  auto conv = [](const Array& x, const Array& k) {
+    return lax::conv_general_dilated(x, k, {2, 1}, {{1, 0}, {1, 1}}, {}, {1, 2}, {}, 2);
+  };
+  const Array xs = rnd({3, 2, 4, 6, 5}, 31), ks = rnd({3, 4, 2, 2, 2}, 32);
+  const Array x = example(xs, 0), k = example(ks, 0);
+  // lhs batched (along axis 1), rhs batched, both batched (feature groups).
+  const Array xs1 = jnp::moveaxis(xs, 0, 1);
+  expect_close(vmap(conv, {1, not_mapped})(xs1, k),
+               unrolled(3, [&](int64_t i) { return conv(example(xs, i), k); }));
+  const Array k2s = rnd({3, 3, 4, 2, 2}, 35);
+  expect_close(vmap(
+                   [](const Array& a, const Array& b) {
+                     return lax::conv_general_dilated(a, b, {1, 1}, {{0, 1}, {1, 0}});
+                   },
+                   {not_mapped, 0})(x, k2s),
+               unrolled(3, [&](int64_t i) {
+                 return lax::conv_general_dilated(x, example(k2s, i), {1, 1}, {{0, 1}, {1, 0}});
+               }));
+  expect_close(vmap(conv)(xs, ks),
+               unrolled(3, [&](int64_t i) { return conv(example(xs, i), example(ks, i)); }));
+}
+
+// select_and_scatter (as in JAX-exported max-pool gradients), recorded directly.
+Array select_and_scatter_add(const Array& operand, const Array& source) {
+  trace::OpSpec s;
+  s.name = "stablehlo.select_and_scatter";
+  s.attributes = {{"window_dimensions", ir::Attribute::dense_array({2, 3}, DType::I64)},
+                  {"window_strides", ir::Attribute::dense_array({2, 2}, DType::I64)}};
+  s.result_types = {trace::ir_type(operand.aval())};
+  const ShapeDtype e{{}, operand.dtype(), false};
+  auto region = [e](bool select) {
+    return [e, select](trace::TraceContext& tc, ir::Block& block) {
+      tc.trace_region(block, {e, e}, [select](const std::vector<Array>& v) {
+        return std::vector<Array>{select ? lax::ge(v[0], v[1]) : lax::add(v[0], v[1])};
+      });
+    };
+  };
+  s.regions = {region(true), region(false)};
+  return trace::bind1(s, {operand, source, lax::full({}, 0.0, operand.dtype())});
+}
+
+TEST(Vmap, SelectAndScatter) {
+  const Array xs = rnd({4, 6, 7}, 33), srcs = rnd({4, 3, 3}, 34);
+  expect_close(vmap(select_and_scatter_add)(xs, srcs), unrolled(4, [&](int64_t i) {
+                 return select_and_scatter_add(example(xs, i), example(srcs, i));
+               }));
+  const Array src = example(srcs, 1);
+  expect_close(vmap(select_and_scatter_add, {0, not_mapped})(xs, src),
+               unrolled(4, [&](int64_t i) { return select_and_scatter_add(example(xs, i), src); }));
+}
+
+}  // namespace
+}  // namespace cujax
+
+namespace cujax {
+namespace {
+
+// A loop body closing over a mapped argument is batched (here: refused by name) rather than
+// kept with the unbatched stand-in.
+TEST(Vmap, LoopCapturingMappedValueIsNotKeptUnbatched) {
+  auto f = [](const Array& x) {
+    return lax::fori_loop(
+        0, 3, [&](const Array&, const Array& c) { return c + x; }, lax::full({2}, 0.0, DType::F32));
+  };
+  try {
+    vmap(f)(rnd({4, 2}, 36));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no batching rule for stablehlo.while"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

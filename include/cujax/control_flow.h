@@ -59,17 +59,15 @@ std::vector<Array> while_flat(const FlatFn& cond, const FlatFn& body,
 std::vector<Array> scan_flat(const FlatFn& f, size_t num_carry, const std::vector<Array>& init,
                              const std::vector<Array>& xs, int64_t length, bool reverse);
 
-// What the VJP rules need beyond the IR (the functions, to trace again), kept while the
-// autodiff window is open (see trace::annotate).
-struct CaseRecord {
-  std::vector<FlatFn> branches;
-  std::vector<Array> operands;
-};
+// What the scan VJP rule needs beyond the IR, kept while the autodiff window is open (see
+// trace::annotate): the layout of the while's carried values (i, carry..., xs..., ys...) and
+// the values in its body that are f's inputs (carry..., x slices...) and outputs (carry...,
+// y...), so that the rule can replay f's ops.
 struct ScanRecord {
-  FlatFn f;
   size_t num_carry = 0, num_xs = 0, num_ys = 0;
   int64_t length = 0;
   bool reverse = false;
+  std::vector<const ir::Value*> f_in, f_out;
 };
 
 template <class Out, class Fn, class Tuple>

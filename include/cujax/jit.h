@@ -84,8 +84,16 @@ struct Signature {
   std::vector<LeafInfo> leaves;
   std::vector<bool> static_leaf;  // Array leaves of static arguments (value-keyed)
   std::vector<int> arg_of_leaf;   // argument number of each leaf
+  std::string settings;           // trace_settings() when the call was made
   std::string key;
 };
+
+// Settings that change what a function traces to (random's jax_threefry_partitionable) key
+// the jit cache too (DESIGN.md decision 5): a flipped setting traces and compiles again.
+// `value` gives the setting's current value; registered once per setting name.
+void register_trace_setting(const std::string& name, std::function<std::string()> value);
+// "name=value;..." of the registered settings, in name order.
+std::string trace_settings();
 
 // A compiled program with its calling convention.
 struct CompiledProgram {

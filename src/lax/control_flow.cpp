@@ -119,10 +119,7 @@ std::vector<Array> case_flat(const std::string& what, const std::vector<std::str
     }
     std::vector<ShapeDtype> types;
     for (const auto& a : outs[0].leaves) types.push_back(ShapeDtype{a.shape(), a.dtype(), false});
-    ir::Operation* raw = op.get();
-    std::vector<Array> results = emit(tc, std::move(op), types);
-    trace::annotate(raw, CaseRecord{branches, ops});
-    return results;
+    return emit(tc, std::move(op), types);
   });
 }
 
@@ -177,6 +174,7 @@ std::vector<Array> scan_flat(const FlatFn& f, size_t num_carry, const std::vecto
     std::vector<ShapeDtype> avals{ShapeDtype{{}, DType::I32, false}};
     for (const auto& a : in) avals.push_back(a.aval());
     std::vector<ShapeDtype> y_avals;
+    ScanRecord rec{num_carry, xs0.size(), 0, length, reverse, {}, {}};
     tc.trace_region(body_block, avals, [&](const std::vector<Array>& args) {
       const Array& i = args[0];
       const Array t = reverse ? sub(constant(static_cast<double>(length - 1), DType::I32), i) : i;
@@ -188,6 +186,8 @@ std::vector<Array> scan_flat(const FlatFn& f, size_t num_carry, const std::vecto
       }
       FlatOut o = f(f_in);
       for (const auto& a : o.leaves) check_valid("scan", a);
+      for (const auto& a : f_in) rec.f_in.push_back(tc.value_of(a));
+      for (const auto& a : o.leaves) rec.f_out.push_back(tc.value_of(a));
       if (o.leaves.size() < num_carry)
         fail("scan", "f returned " + std::to_string(o.leaves.size()) + " leaves for a carry of " +
                          std::to_string(num_carry));
@@ -224,7 +224,8 @@ std::vector<Array> scan_flat(const FlatFn& f, size_t num_carry, const std::vecto
     for (const auto& a : avals) types.push_back(ShapeDtype{a.shape, a.dtype, false});
     ir::Operation* raw = op.get();
     const std::vector<Array> r = emit(tc, std::move(op), types);
-    trace::annotate(raw, ScanRecord{f, num_carry, xs0.size(), y_avals.size(), length, reverse});
+    rec.num_ys = y_avals.size();
+    trace::annotate(raw, rec);
     std::vector<Array> out = slice(r, 1, 1 + num_carry);
     for (size_t k = r.size() - y_avals.size(); k < r.size(); ++k) out.push_back(r[k]);
     return out;

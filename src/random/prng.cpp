@@ -16,6 +16,11 @@ namespace cujax::random {
 namespace {
 
 std::atomic<bool> g_partitionable{true};
+// The flag picks the counter layout that random functions trace, so it keys jit's cache.
+const bool g_registered =
+    (trace::register_trace_setting("jax_threefry_partitionable",
+                                   [] { return std::string(g_partitionable ? "true" : "false"); }),
+     true);
 
 Array u32(double v, const Shape& shape = {}) {
   return lax::full(shape, v, DType::U32);

@@ -48,6 +48,7 @@ vjp::Rules& rules() {
     vjp::register_shape_rules(x);
     vjp::register_reduction_rules(x);
     vjp::register_control_rules(x);
+    vjp::register_window_rules(x);
     return x;
   }();
   return r;
@@ -94,7 +95,9 @@ std::vector<ir::Value*> inputs_of(const ir::Operation& op) {
   // Only control flow captures; other regions (reduce, sort) are computations on their
   // arguments and their rules read exactly the op's operands.
   if (op.name != "stablehlo.case" && op.name != "stablehlo.while") return out;
-  std::unordered_set<const ir::Value*> defined, seen(out.begin(), out.end());
+  // A value both passed and captured (a scan's xs that its body also closes over) is listed
+  // twice: each use gets its cotangent, and backward sums them.
+  std::unordered_set<const ir::Value*> defined, seen;
   for (const auto& r : op.regions) collect_captures(*r, defined, seen, out);
   return out;
 }
@@ -142,6 +145,9 @@ bool AutodiffWindow::active() {
 
 bool is_stop_gradient_marker(const ir::Operation* op) {
   return state().stops.count(op) > 0;
+}
+void mark_stop_gradient(const ir::Operation* op) {
+  if (AutodiffWindow::active()) state().stops.insert(op);
 }
 bool is_custom_vjp_marker(const ir::Operation* op) {
   return state().customs.count(op) > 0;

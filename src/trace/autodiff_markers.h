@@ -9,5 +9,7 @@ namespace cujax::trace {
 // AutodiffWindow (false once the outermost window has closed).
 bool is_stop_gradient_marker(const ir::Operation* op);
 bool is_custom_vjp_marker(const ir::Operation* op);
+// Makes `op` (an identity op, the copy of a marker) a stop_gradient marker.
+void mark_stop_gradient(const ir::Operation* op);
 
 }  // namespace cujax::trace

@@ -6,6 +6,7 @@
 
 #include "trace/autodiff_markers.h"
 #include "trace/batching_rules.h"
+#include "trace/replay.h"
 #include "trace/vjp_rules.h"
 
 namespace cujax {
@@ -47,6 +48,7 @@ batching::Rules& rules() {
     batching::register_elementwise_rules(x);
     batching::register_shape_rules(x);
     batching::register_reduction_rules(x);
+    batching::register_window_rules(x);
     return x;
   }();
   return r;
@@ -136,6 +138,13 @@ std::vector<Batched> batch(const std::vector<ir::Operation*>& ops,
       auto it = env.find(v);
       batched = batched || (it != env.end() && it->second.bdim);
     }
+    // A region closing over a batched value (a loop body using a mapped argument) makes the op
+    // batched too, else it would be kept with the unbatched stand-in.
+    if (!batched && !op->regions.empty())
+      for (ir::Value* v : region_captures(*op)) {
+        auto it = env.find(v);
+        batched = batched || (it != env.end() && it->second.bdim);
+      }
     // An op on unbatched values is the same for every example: keep it as recorded.
     if (!batched) continue;
     if (is_custom_vjp_marker(op))

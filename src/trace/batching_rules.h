@@ -16,6 +16,7 @@ using Rules = std::unordered_map<std::string, BatchRule>;
 void register_elementwise_rules(Rules& rules);
 void register_shape_rules(Rules& rules);
 void register_reduction_rules(Rules& rules);
+void register_window_rules(Rules& rules);
 
 // Moves dimension `from` of x to position `to` (a transpose; x itself when from == to).
 Array move_axis(const Array& x, int64_t from, int64_t to);

@@ -109,6 +109,31 @@ std::string compilation_cache_dir() {
 
 namespace trace {
 
+namespace {
+
+std::mutex& settings_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, std::function<std::string()>>& settings() {
+  static std::map<std::string, std::function<std::string()>> s;
+  return s;
+}
+
+}  // namespace
+
+void register_trace_setting(const std::string& name, std::function<std::string()> value) {
+  std::lock_guard<std::mutex> lock(settings_mu());
+  settings()[name] = std::move(value);
+}
+
+std::string trace_settings() {
+  std::lock_guard<std::mutex> lock(settings_mu());
+  std::string out;
+  for (const auto& [name, value] : settings()) out += name + "=" + value() + ";";
+  return out;
+}
+
 JitCore::JitCore(JitOptions options) : options_(std::move(options)) {}
 
 Signature JitCore::signature(const std::string& structure, const std::vector<Array>& leaves,
@@ -117,7 +142,8 @@ Signature JitCore::signature(const std::string& structure, const std::vector<Arr
   Signature sig;
   sig.structure = structure;
   sig.arg_of_leaf = arg_of_leaf;
-  sig.key = structure;
+  sig.settings = trace_settings();
+  sig.key = sig.settings + "|" + structure;
   for (size_t i = 0; i < leaves.size(); ++i) {
     bool is_static = false;
     for (int a : options_.static_argnums) is_static = is_static || a == arg_of_leaf[i];
@@ -163,6 +189,8 @@ std::string JitCore::explain_miss(const Signature& sig) const {
       closest = &prev;
     }
   }
+  if (closest && closest->settings != sig.settings)
+    return "different trace settings: now " + sig.settings + " and before " + closest->settings;
   if (!closest)
     return "different argument structure: now " + sig.structure + " and before " +
            seen_.back().structure;

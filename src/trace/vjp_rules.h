@@ -18,6 +18,8 @@ void register_elementwise_rules(Rules& rules);
 void register_shape_rules(Rules& rules);
 void register_reduction_rules(Rules& rules);
 void register_control_rules(Rules& rules);
+// After register_reduction_rules (it extends the reduce_window rule).
+void register_window_rules(Rules& rules);
 
 // A scalar constant of x's dtype broadcast to x's shape.
 Array like(const Array& x, double value);
@@ -33,8 +35,13 @@ std::vector<int64_t> ints_or(const ir::Operation& op, const std::string& name,
                              std::vector<int64_t> dflt);
 std::vector<int64_t> struct_ints(const ir::Attribute* s, const std::string& field);
 int64_t struct_int(const ir::Attribute* s, const std::string& field, int64_t dflt);
-// Copies `src` (with its nested regions) into `dst`, mapping values through `map`.
+// Copies `src` (with its nested regions) into `dst`, mapping values through `map`; cloned ops
+// keep their stop_gradient markers and scan records (copy_annotations).
 void clone_block(const ir::Block& src, ir::Block& dst,
                  std::unordered_map<const ir::Value*, ir::Value*>& map);
+// Gives `copy` (a clone of `op` whose values are mapped through `map`) op's stop_gradient marker
+// and scan record, so that a replayed or cloned program is differentiated like the original.
+void copy_annotations(const ir::Operation& op, const ir::Operation& copy,
+                      const std::unordered_map<const ir::Value*, ir::Value*>& map);
 
 }  // namespace cujax::trace::vjp

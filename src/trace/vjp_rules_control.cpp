@@ -1,5 +1,6 @@
-// VJP rules of control flow. The rules trace the recorded functions again (as JAX
-// differentiates the jaxprs of cond and scan) rather than read the regions back:
+// VJP rules of control flow. The rules replay the recorded regions (as JAX differentiates the
+// jaxprs of cond and scan) rather than call the user's functions again, whose closures may be
+// gone by the time the backward walk runs:
 //   case:  a case on the same index whose branch b is the VJP of branch b, giving the
 //          cotangents of every captured value (zeros where a branch does not use it);
 //   while: only whiles recorded by scan (and so fori_loop with static bounds) have a static
@@ -8,11 +9,11 @@
 //          cotangent and summing the cotangents of the captured values.
 // Both build their results with lax.cond/lax.scan's lowering, so they are differentiable again.
 #include "cujax/control_flow.h"
+#include "trace/replay.h"
 #include "trace/vjp_rules.h"
 
 namespace cujax::trace::vjp {
 
-using lax::detail::CaseRecord;
 using lax::detail::FlatFn;
 using lax::detail::FlatOut;
 using lax::detail::ScanRecord;
@@ -43,21 +44,17 @@ std::vector<size_t> wanted(const VjpArgs& a, size_t first) {
 void register_control_rules(Rules& r) {
   // Operands: (index, captured values...).
   r["stablehlo.case"] = [](const VjpArgs& a) -> Cts {
-    const CaseRecord* rec = record_of<CaseRecord>(a.op);
-    if (!rec)
-      throw Error(
-          "grad of stablehlo.case: only cases recorded by lax::cond or lax::switch_ under "
-          "differentiation can be differentiated");
     const std::vector<size_t> caps = wanted(a, 1);
     std::vector<Array> inputs;
     for (size_t k : caps) inputs.push_back(a.operands[k]);
     std::vector<FlatFn> branches;
-    for (const FlatFn& branch : rec->branches)
+    for (const auto& region : a.op.regions)
       branches.push_back(
-          [branch, operands = rec->operands, inputs, cts = a.cts](const std::vector<Array>&) {
+          [block = &region->front(), inputs, cts = a.cts](const std::vector<Array>&) {
             const Mark m = mark();
-            const FlatOut o = branch(operands);
-            return FlatOut{backward(ops_since(m), inputs, o.leaves, cts), ""};
+            ValueEnv env;
+            const std::vector<Array> outs = replay(*block, env);
+            return FlatOut{backward(ops_since(m), inputs, outs, cts), ""};
           });
     std::vector<std::string> names;
     for (size_t b = 0; b < branches.size(); ++b) names.push_back("branch " + std::to_string(b));
@@ -82,8 +79,17 @@ void register_control_rules(Rules& r) {
     const std::vector<Array> init = range(a.operands, 1, nc);
     const std::vector<Array> xs = range(a.operands, 1 + nc, nx);
 
+    // f replayed from the body: (carry..., x...) -> (carry..., y...).
+    const FlatFn f = [rec = *rec,
+                      body = &a.op.regions.at(1)->front()](const std::vector<Array>& v) {
+      ValueEnv env;
+      for (size_t k = 0; k < v.size(); ++k) env[rec.f_in.at(k)] = v[k];
+      replay(*body, env);
+      FlatOut o;
+      for (const ir::Value* y : rec.f_out) o.leaves.push_back(replayed(env, y));
+      return o;
+    };
     // The carry entering each step, stacked.
-    const FlatFn f = rec->f;
     const FlatFn stack_step = [f, nc](const std::vector<Array>& v) {
       FlatOut o = f(v);
       std::vector<Array> out = range(o.leaves, 0, nc);

@@ -4,7 +4,9 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "cujax/control_flow.h"
 #include "cujax/numpy.h"
+#include "trace/autodiff_markers.h"
 #include "trace/vjp_rules.h"
 
 namespace cujax::trace::vjp {
@@ -106,8 +108,27 @@ void clone_block(const ir::Block& src, ir::Block& dst,
       for (const auto& b : region->blocks) clone_block(*b, nr.add_block(), map);
     }
     for (size_t i = 0; i < op->results.size(); ++i) map[op->result(i)] = c->result(i);
+    copy_annotations(*op, *c, map);
     dst.push_back(std::move(c));
   }
+}
+
+void copy_annotations(const ir::Operation& op, const ir::Operation& copy,
+                      const std::unordered_map<const ir::Value*, ir::Value*>& map) {
+  if (is_stop_gradient_marker(&op)) mark_stop_gradient(&copy);
+  const std::any* a = annotation(&op);
+  const auto* rec = a ? std::any_cast<lax::detail::ScanRecord>(a) : nullptr;
+  if (!rec) return;
+  lax::detail::ScanRecord r = *rec;
+  auto remap = [&](std::vector<const ir::Value*>& vs) {
+    for (auto& v : vs) {
+      auto it = map.find(v);
+      if (it != map.end()) v = it->second;
+    }
+  };
+  remap(r.f_in);
+  remap(r.f_out);
+  annotate(&copy, r);
 }
 
 void register_reduction_rules(Rules& r) {
@@ -139,6 +160,22 @@ void register_reduction_rules(Rules& r) {
       const Array loc = convert_element_type(eq(x, expand(y, x.shape(), dims)), x.dtype());
       const Array counts = reduce_sum(loc, dims);
       return {mul(loc, expand(div(g, counts), x.shape(), dims)), std::nullopt};
+    }
+    if (kind == "stablehlo.multiply") {
+      // The product of the other elements, zeros included: with no zero in the reduced slice
+      // it is prod / x; with one zero it is the product of the non-zeros at the zero and 0
+      // elsewhere; with more it is 0. x is made non-zero before dividing so that no inf or NaN
+      // appears even in the branches that select drops (their gradients would be NaN).
+      const Array zero = eq(x, like(x, 0.0));
+      const Array safe = select(zero, like(x, 1.0), x);
+      const Array p = expand(reduce_prod(safe, dims), x.shape(), dims);
+      const Array nz =
+          expand(reduce_sum(convert_element_type(zero, x.dtype()), dims), x.shape(), dims);
+      const Array gb = expand(g, x.shape(), dims);
+      const Array one_zero = bitwise_and(eq(nz, like(x, 1.0)), zero);
+      const Array other =
+          select(eq(nz, like(x, 0.0)), div(p, safe), select(one_zero, p, like(x, 0.0)));
+      return {mul(gb, other), std::nullopt};
     }
     throw Error("grad of stablehlo.reduce with a " + (kind.empty() ? "custom" : kind) +
                 " body is not supported yet");
