@@ -6,6 +6,7 @@
 
 #include "cli/bench.h"
 #include "cli/conformance.h"
+#include "cli/doctor.h"
 #include "cujax/core/error.h"
 #include "cujax/runtime/backend.h"
 
@@ -15,6 +16,7 @@ constexpr const char* kUsage = R"(usage: cujax <command> [options]
 
 commands:
   devices                      list the devices of every available platform
+  doctor                       explain why a GPU is or is not used, and what to do
   stablehlo-test FILE|DIR...   run StableHLO test programs and their check.* calls
       --platform NAME          backend to run on (default: cpu)
       -j N                     files run at once (default: 1)
@@ -39,6 +41,9 @@ int devices_command() {
       std::printf("%-8s %-3d %-24s %-12s %s\n", d.platform.c_str(), d.id, d.kind.c_str(),
                   human_bytes(d.memory_bytes).c_str(), d.detail.c_str());
   }
+  const std::string why = cujax::runtime::unavailable_reason("cuda");
+  if (!why.empty())
+    std::printf("%-8s %-3s unavailable: %s (see `cujax doctor`)\n", "cuda", "-", why.c_str());
   return 0;
 }
 
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (command == "devices") return devices_command();
+    if (command == "doctor") return cujax::cli::doctor_command();
     if (command == "stablehlo-test") return stablehlo_test_command(args);
     if (command == "bench") {
       if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
