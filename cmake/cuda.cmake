@@ -35,3 +35,8 @@ set_source_files_properties(
 target_include_directories(cujax PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(cujax PUBLIC CUDA::cudart_static)
 set(CUJAX_CUDA_BUILD ON)
+
+# Benchmarks against peers measured in the same run (scripts/gpu-check.sh runs it).
+add_executable(cuda_bench ${PROJECT_SOURCE_DIR}/src/backends/cuda/bench/cuda_bench.cpp)
+target_include_directories(cuda_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(cuda_bench PRIVATE cujax CUDA::cublas)

@@ -14,10 +14,9 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/program.h"
 
 namespace cujax::cuda {
-
-namespace {
 
 using DeviceKernel = std::function<std::vector<DeviceArray>(std::span<const DeviceArray>)>;
 
@@ -34,6 +33,8 @@ struct Program {
   int num_slots = 0;
   int host_steps = 0;
 };
+
+namespace {
 
 std::vector<DeviceArray> one(DeviceArray a) {
   std::vector<DeviceArray> v;
@@ -394,6 +395,8 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
   return {};
 }
 
+}  // namespace
+
 std::shared_ptr<const Program> compile_program(const ir::Module& module, const ir::Function& fn,
                                                const std::shared_ptr<Device>& dev) {
   if (fn.body.blocks.size() != 1)
@@ -487,6 +490,12 @@ std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<
   for (int s : p.result_slots) results.push_back(slots[s]);
   return results;
 }
+
+int host_steps(const Program& program) {
+  return program.host_steps;
+}
+
+namespace {
 
 class CudaExecutable final : public runtime::Executable {
  public:
