@@ -9,6 +9,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "backends/common/copy_plan.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cuda_check.h"
@@ -44,12 +45,6 @@ std::vector<DeviceArray> one(DeviceArray a) {
 
 const Shape& shape_of(const ir::Value* v) {
   return v->type.shape;
-}
-
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size());
-  if (!s.empty()) index::row_major_strides(s.data(), static_cast<int>(s.size()), st.data());
-  return st;
 }
 
 bool all_tensors(const ir::Operation& op) {
@@ -197,57 +192,32 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
       return one(std::move(out));
     };
   };
-  const std::vector<int64_t> out_strides = strides_of(rt.shape);
   if (name == "stablehlo.transpose") {
-    if (op.operands.size() != 1) return {};
     const std::vector<int64_t> perm = op.ints("permutation");
-    const std::vector<int64_t> in_strides = strides_of(shape_of(op.operands[0]));
-    if (perm.size() != rt.shape.size()) return {};
-    index::StridedCopy box;
-    for (size_t i = 0; i < perm.size(); ++i)
-      box.push(rt.shape[i], in_strides.at(perm[i]), out_strides[i]);
-    return box_kernel(box);
+    if (op.operands.size() != 1 || perm.size() != rt.shape.size()) return {};
+    return box_kernel(plan::transpose(shape_of(op.operands[0]), perm));
   }
   if (name == "stablehlo.broadcast_in_dim") {
-    if (op.operands.size() != 1) return {};
     const std::vector<int64_t> dims = op.ints("broadcast_dimensions");
-    const Shape& in_shape = shape_of(op.operands[0]);
-    const std::vector<int64_t> in_strides = strides_of(in_shape);
-    if (dims.size() != in_shape.size()) return {};
-    std::vector<int64_t> src(rt.shape.size(), 0);  // broadcast dimensions read stride 0
-    for (size_t i = 0; i < dims.size(); ++i)
-      if (in_shape[i] != 1) src.at(dims[i]) = in_strides[i];
-    index::StridedCopy box;
-    for (size_t i = 0; i < rt.shape.size(); ++i) box.push(rt.shape[i], src[i], out_strides[i]);
-    return box_kernel(box);
+    if (op.operands.size() != 1 || dims.size() != shape_of(op.operands[0]).size()) return {};
+    return box_kernel(plan::broadcast_in_dim(shape_of(op.operands[0]), rt.shape, dims));
   }
   if (name == "stablehlo.slice") {
-    if (op.operands.size() != 1) return {};
     const std::vector<int64_t> start = op.ints("start_indices");
     const std::vector<int64_t> step = op.ints("strides");
-    const std::vector<int64_t> in_strides = strides_of(shape_of(op.operands[0]));
-    if (start.size() != rt.shape.size() || step.size() != rt.shape.size()) return {};
-    index::StridedCopy box;
-    for (size_t i = 0; i < rt.shape.size(); ++i) {
-      box.push(rt.shape[i], step[i] * in_strides[i], out_strides[i]);
-      box.src_offset += start[i] * in_strides[i];
-    }
-    return box_kernel(box);
+    if (op.operands.size() != 1 || start.size() != rt.shape.size() ||
+        step.size() != rt.shape.size())
+      return {};
+    return box_kernel(plan::slice(shape_of(op.operands[0]), rt.shape, start, step));
   }
   if (name == "stablehlo.concatenate") {
-    const int64_t dim = op.int_attr("dimension");
-    std::vector<index::StridedCopy> boxes;
-    int64_t at = 0;
+    std::vector<Shape> shapes;
     for (const ir::Value* v : op.operands) {
-      const Shape& s = shape_of(v);
-      if (v->type.dtype != rt.dtype || s.size() != rt.shape.size()) return {};
-      const std::vector<int64_t> in_strides = strides_of(s);
-      index::StridedCopy box;
-      for (size_t i = 0; i < s.size(); ++i) box.push(s[i], in_strides[i], out_strides[i]);
-      box.dst_offset = at * out_strides.at(dim);
-      at += s.at(dim);
-      boxes.push_back(box);
+      if (v->type.dtype != rt.dtype || v->type.rank() != rt.rank()) return {};
+      shapes.push_back(shape_of(v));
     }
+    const std::vector<index::StridedCopy> boxes =
+        plan::concatenate(shapes, rt.shape, op.int_attr("dimension"));
     return [d, rt, boxes](std::span<const DeviceArray> in) {
       DeviceArray out = d->allocate(rt.dtype, rt.shape);
       for (size_t i = 0; i < boxes.size(); ++i)
@@ -257,20 +227,12 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
     };
   }
   if (name == "stablehlo.pad") {
-    if (op.operands.size() != 2) return {};
     const std::vector<int64_t> lo = op.ints("edge_padding_low");
     const std::vector<int64_t> interior = op.ints("interior_padding");
-    const Shape& s = shape_of(op.operands[0]);
-    const std::vector<int64_t> in_strides = strides_of(s);
-    if (lo.size() != s.size() || interior.size() != s.size()) return {};
-    index::StridedCopy box;
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t first = 0, count = 0;
-      index::pad_source_range(s[i], rt.shape[i], lo[i], interior[i], &first, &count);
-      box.push(count, in_strides[i], (interior[i] + 1) * out_strides[i]);
-      box.src_offset += first * in_strides[i];
-      box.dst_offset += (lo[i] + first * (interior[i] + 1)) * out_strides[i];
-    }
+    if (op.operands.size() != 2 || lo.size() != rt.shape.size() ||
+        interior.size() != rt.shape.size())
+      return {};
+    const index::StridedCopy box = plan::pad(shape_of(op.operands[0]), rt.shape, lo, interior);
     return [d, rt, box](std::span<const DeviceArray> in) {
       DeviceArray out = d->allocate(rt.dtype, rt.shape);
       launch_fill(size_of(rt.dtype), in[1].data.get(), out.data.get(), out.size(), d->stream());
@@ -328,48 +290,14 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
     };
     const auto lb = field("lhs_batching_dimensions"), rb = field("rhs_batching_dimensions");
     const auto lc = field("lhs_contracting_dimensions"), rc = field("rhs_contracting_dimensions");
-    // Transposes each operand to [batch..., free..., contracting...] / [batch..., contracting...,
-    // free...] (a no-op copy is skipped), then runs one strided-batched product.
-    auto order = [](const Shape& s, const std::vector<int64_t>& batch,
-                    const std::vector<int64_t>& contract, bool contract_last) {
-      std::vector<int64_t> free;
-      for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
-        bool used = false;
-        for (int64_t b : batch) used |= b == i;
-        for (int64_t c : contract) used |= c == i;
-        if (!used) free.push_back(i);
-      }
-      std::vector<int64_t> perm = batch;
-      const auto& first = contract_last ? free : contract;
-      const auto& second = contract_last ? contract : free;
-      perm.insert(perm.end(), first.begin(), first.end());
-      perm.insert(perm.end(), second.begin(), second.end());
-      return std::make_pair(perm, free);
-    };
-    auto [lperm, lfree] = order(lt.shape, lb, lc, true);
-    auto [rperm, rfree] = order(rtype.shape, rb, rc, false);
-    auto product = [](const Shape& s, const std::vector<int64_t>& dims) {
-      int64_t p = 1;
-      for (int64_t i : dims) p *= s.at(i);
-      return p;
-    };
-    const int64_t batch = product(lt.shape, lb), m = product(lt.shape, lfree),
-                  k = product(lt.shape, lc), n = product(rtype.shape, rfree);
-    if (k != product(rtype.shape, rc) || batch * m * n != rt.num_elements()) return {};
-    auto transpose_box = [](const Shape& s, const std::vector<int64_t>& perm) {
-      std::optional<index::StridedCopy> box;
-      bool identity = true;
-      for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-      if (identity) return box;
-      const std::vector<int64_t> in = strides_of(s);
-      Shape ps;
-      for (int64_t p : perm) ps.push_back(s[p]);
-      const std::vector<int64_t> out = strides_of(ps);
-      box.emplace();
-      for (size_t i = 0; i < perm.size(); ++i) box->push(ps[i], in[perm[i]], out[i]);
-      return box;
-    };
-    const auto lbox = transpose_box(lt.shape, lperm), rbox = transpose_box(rtype.shape, rperm);
+    const plan::DotPlan p = plan::dot_general(lt.shape, rtype.shape, lb, rb, lc, rc);
+    int64_t rk = 1;
+    for (int64_t dim : rc) rk *= rtype.shape.at(dim);
+    if (p.k != rk || p.batch * p.m * p.n != rt.num_elements()) return {};
+    std::optional<index::StridedCopy> lbox, rbox;
+    if (!p.lhs_perm.empty()) lbox = plan::transpose(lt.shape, p.lhs_perm);
+    if (!p.rhs_perm.empty()) rbox = plan::transpose(rtype.shape, p.rhs_perm);
+    const int64_t batch = p.batch, m = p.m, n = p.n, k = p.k;
     const DType t = rt.dtype;
     const int64_t lsize = lt.num_elements(), rsize = rtype.num_elements();
     return [d, t, rt, lbox, rbox, lsize, rsize, batch, m, n, k](std::span<const DeviceArray> in) {
