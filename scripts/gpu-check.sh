@@ -49,5 +49,7 @@ echo "=== summary"
 for row in "${table[@]}"; do echo "$row"; done
 grep -h "GPU used\|GPU not used" "$log/doctor.txt" 2>/dev/null
 grep -h "tests passed\|tests failed" "$log/gpu-tests.txt" 2>/dev/null
+skipped="$(grep -c "(Skipped)" "$log/gpu-tests.txt" 2>/dev/null)"
+[ "${skipped:-0}" -gt 0 ] && echo "gpu tests skipped: $skipped (no usable device: see doctor)"
 grep -h "conformance on" "$log/conformance.txt" 2>/dev/null
 sed -n '/^benchmark/,$p' "$log/bench.txt" 2>/dev/null

@@ -41,7 +41,8 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
   // is what makes the pool a caching allocator.
   uint64_t threshold = UINT64_MAX;
   CUJAX_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold));
-  staging_free_.record(stream_);
+  staging_free_ = std::make_unique<Event>();
+  staging_free_->record(stream_);
 }
 
 Device::~Device() {
@@ -74,7 +75,7 @@ DeviceArray Device::allocate(DType dtype, Shape shape) {
 }
 
 void* Device::staging(size_t bytes) {
-  staging_free_.synchronize();
+  staging_free_->synchronize();
   if (bytes > pinned_bytes_) {
     if (pinned_) CUJAX_CUDA_CHECK(cudaFreeHost(pinned_));
     pinned_ = nullptr;
@@ -107,7 +108,7 @@ std::vector<DeviceArray> Device::upload(std::span<const HostTensor> tensors) {
     offset += aligned(t.nbytes());
     out.push_back(std::move(a));
   }
-  staging_free_.record(stream_);
+  staging_free_->record(stream_);
   return out;
 }
 
@@ -122,8 +123,8 @@ std::vector<HostTensor> Device::download(std::span<const DeviceArray> arrays) {
                                        cudaMemcpyDeviceToHost, stream_));
     offset += aligned(a.nbytes());
   }
-  staging_free_.record(stream_);
-  staging_free_.synchronize();
+  staging_free_->record(stream_);
+  staging_free_->synchronize();
   std::vector<HostTensor> out;
   offset = 0;
   for (const DeviceArray& a : arrays) {

@@ -72,7 +72,8 @@ class Device : public std::enable_shared_from_this<Device> {
   cudaMemPool_t pool_ = nullptr;
   void* pinned_ = nullptr;
   size_t pinned_bytes_ = 0;
-  Event staging_free_;
+  std::unique_ptr<Event> staging_free_;  // created once the device is current: events belong
+                                         // to the device current at their creation
   std::mutex mu_;
 };
 

@@ -43,12 +43,6 @@ __global__ void select_kernel(const bool* pred, bool pred_scalar, const U* t, co
     out[i] = pred[pred_scalar ? 0 : i] ? t[i] : f[i];
 }
 
-template <class To, class From>
-__global__ void convert_kernel(const From* in, To* out, int64_t n) {
-  for (int64_t i = thread_begin(); i < n; i += thread_stride())
-    out[i] = ew::convert<To, From>(in[i]);
-}
-
 // Calls f(Functor{}) for a unary op.
 template <class Fn>
 void visit_unary(UnaryOp op, Fn&& f) {
@@ -234,19 +228,6 @@ void launch_select(size_t element_bytes, const bool* pred, bool pred_scalar, con
                                                  static_cast<const U*>(on_false),
                                                  static_cast<U*>(out), n);
     CUJAX_CUDA_CHECK_LAUNCH("select_kernel");
-  });
-}
-
-void launch_convert(DType from, DType to, const void* in, void* out, int64_t n, cudaStream_t s) {
-  if (n == 0) return;
-  visit_dtype(from, [&](auto ftag) {
-    visit_dtype(to, [&](auto ttag) {
-      using From = typename decltype(ftag)::type;
-      using To = typename decltype(ttag)::type;
-      convert_kernel<To, From>
-          <<<grid_for(n), kBlock, 0, s>>>(static_cast<const From*>(in), static_cast<To*>(out), n);
-      CUJAX_CUDA_CHECK_LAUNCH("convert_kernel");
-    });
   });
 }
 
