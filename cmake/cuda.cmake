@@ -33,7 +33,9 @@ set_source_files_properties(
 # The CUDA headers for the host-only .cpp files; cudart is linked statically and itself loads
 # libcuda.so.1 at run time, as do the driver loader and cublaslt.cpp (no link-time driver).
 target_include_directories(cujax PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
-target_link_libraries(cujax PUBLIC CUDA::cudart_static)
+# PRIVATE: linked into users of the static library, without adding CUDA include paths to
+# their compile lines (so their objects match the `cpu` build and come from ccache).
+target_link_libraries(cujax PRIVATE CUDA::cudart_static)
 set(CUJAX_CUDA_BUILD ON)
 
 # Benchmarks against peers measured in the same run (scripts/gpu-check.sh runs it).
