@@ -448,7 +448,10 @@ class CudaBackend final : public runtime::Backend {
     int count = 0;
     CUJAX_CUDA_CHECK(cudaGetDeviceCount(&count));
     if (count == 0) throw CudaError("the CUDA runtime sees no device");
-    for (int i = 0; i < count; ++i) devices_.push_back(std::make_shared<Device>(i));
+    for (int i = 0; i < count; ++i) {
+      devices_.push_back(std::make_shared<Device>(i));
+      check_kernel_image(i);  // after Device made it current
+    }
   }
   std::string_view platform() const override { return "cuda"; }
   std::vector<runtime::DeviceDescription> devices() const override {

@@ -77,6 +77,10 @@ void launch_fill(size_t element_bytes, const void* value, void* dst, int64_t n, 
 // out[i] = index of element i along `dim` of `dims`, as element type t.
 void launch_iota(DType t, void* out, const int64_t* dims, int rank, int dim, cudaStream_t s);
 
+// Throws CudaError when this build has no kernel image (SASS or PTX) that the current device
+// can run, e.g. a 7.5 GPU with this sm_80/sm_90 build.
+void check_kernel_image(int device_ordinal);
+
 enum class ReduceOp { Add, Multiply, Maximum, Minimum, And, Or, Xor };
 bool supports_reduce(ReduceOp op, DType t);
 // Reduces `in` (`rank` dims) over the dimensions flagged in `reduced`, starting from the scalar

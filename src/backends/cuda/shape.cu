@@ -1,5 +1,7 @@
 // Data movement kernels: the strided box copy behind transpose, slice, broadcast_in_dim,
 // concatenate and pad (index math from backends/common/index.h), fill and iota.
+#include <string>
+
 #include "backends/common/elementwise.h"
 #include "backends/common/index.h"
 #include "backends/cuda/cuda_check.h"
@@ -36,6 +38,20 @@ __global__ void iota_kernel(T* out, Dims dims, int rank, int dim, int64_t n) {
 }
 
 }  // namespace
+
+void check_kernel_image(int device_ordinal) {
+  cudaFuncAttributes attr{};
+  const cudaError_t e = cudaFuncGetAttributes(&attr, fill_kernel<uint8_t>);
+  if (e == cudaSuccess) return;
+  cudaGetLastError();  // clear it
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_ordinal);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_ordinal);
+  throw CudaError("no kernel image for device " + std::to_string(device_ordinal) +
+                  " (compute capability " + std::to_string(major) + "." + std::to_string(minor) +
+                  "): this build has sm_80 and sm_90 code and compute_90 PTX (" +
+                  cudaGetErrorName(e) + ")");
+}
 
 void launch_strided_copy(size_t element_bytes, const index::StridedCopy& c, const void* src,
                          void* dst, cudaStream_t s) {
