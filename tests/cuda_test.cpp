@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/common/elementwise.h"
+#include "backends/cuda/program.h"
 #include "cujax/core/error.h"
 #include "cujax/ir/parser.h"
 #include "cujax/runtime/backend.h"
@@ -98,8 +99,10 @@ class CudaVsCpu : public ::testing::Test {
   std::mt19937 rng{1234};
 
   // Runs `body` (ops on %a0, %a1, ... ending in `return`) on both backends and compares.
+  // `host_ops`: how many ops are expected to run on the host (no CUDA kernel), checked without
+  // a GPU too, so that a passing test on a GPU means the kernels ran.
   void check(const std::vector<HostTensor>& args, const std::string& body, const Shape& rshape,
-             DType rtype, double rtol = -1, double atol = 0) {
+             DType rtype, double rtol = -1, double atol = 0, int host_ops = 0) {
     std::string sig;
     for (size_t i = 0; i < args.size(); ++i)
       sig += (i ? ", " : "") + std::string("%a") + std::to_string(i) + ": " +
@@ -110,6 +113,8 @@ class CudaVsCpu : public ::testing::Test {
     auto module = ir::parse_module(text);
     const auto cpu = runtime::get_backend("cpu").compile(*module)->execute(args);
     ASSERT_EQ(cpu.size(), 1u);
+    EXPECT_EQ(cuda::host_steps(*cuda::compile_program(*module, *module->lookup("main"), nullptr)),
+              host_ops);
     const std::string why = runtime::unavailable_reason("cuda");
     if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
     const auto cuda = runtime::get_backend("cuda").compile(*module)->execute(args);
@@ -359,7 +364,7 @@ TEST_F(CudaVsCpu, HostFallbackBetweenDeviceOps) {
             st + ", " + st + ") -> " + bt + "\n    \"stablehlo.return\"(%c) : (" + bt +
             ") -> ()\n  }) {dimension = 0 : i64} : (" + ty + ") -> " + ty +
             "\n  %2 = \"stablehlo.negate\"(%1) : (" + ty + ") -> " + ty + "\n  return %2 : " + ty,
-        s, DType::F32);
+        s, DType::F32, -1, 0, /*host_ops=*/1);
 }
 
 TEST(CudaPlatform, AvailabilityMatchesReason) {

@@ -14,6 +14,8 @@ namespace cujax::cuda {
 struct Program;
 
 // Throws UnsupportedError naming the first op that neither the cuda nor the cpu kernels cover.
+// Compiling touches no CUDA API: with a null `device` the program cannot run, but host_steps()
+// says which ops have kernels (tests check that on machines without a GPU).
 std::shared_ptr<const Program> compile_program(const ir::Module& module, const ir::Function& fn,
                                                const std::shared_ptr<Device>& device);
 // Enqueues the program on the device's stream; results are ready when the stream is.
