@@ -31,6 +31,7 @@ struct Step {
 struct Program {
   std::vector<Step> steps;
   std::vector<int> arg_slots, result_slots;
+  std::vector<ir::Type> arg_types;
   int num_slots = 0;
   int host_steps = 0;
 };
@@ -337,7 +338,10 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
     slot_of[v] = program->num_slots;
     return program->num_slots++;
   };
-  for (const auto& a : block.arguments) program->arg_slots.push_back(new_slot(a.get()));
+  for (const auto& a : block.arguments) {
+    program->arg_slots.push_back(new_slot(a.get()));
+    program->arg_types.push_back(a->type);
+  }
   auto slot = [&](const ir::Operation& op, const ir::Value* v) {
     auto it = slot_of.find(v);
     if (it == slot_of.end())
@@ -431,6 +435,16 @@ class CudaExecutable final : public runtime::Executable {
       : program_(std::move(p)), dev_(std::move(dev)) {}
   std::vector<HostTensor> execute(std::span<const HostTensor> args,
                                   const runtime::ExecuteOptions& options) override {
+    // Kernels trust their operands' types: check what comes from outside once.
+    if (args.size() != program_->arg_types.size())
+      throw RuntimeError("program expects " + std::to_string(program_->arg_types.size()) +
+                         " arguments, got " + std::to_string(args.size()));
+    for (size_t i = 0; i < args.size(); ++i) {
+      const ir::Type& want = program_->arg_types[i];
+      if (want.is_token || args[i].dtype() != want.dtype || args[i].shape() != want.shape)
+        throw RuntimeError("argument #" + std::to_string(i) + " is " + args[i].type_string() +
+                           ", expected " + want.str());
+    }
     std::lock_guard<std::mutex> lock(dev_->mutex());
     dev_->activate();
     std::vector<DeviceArray> results = run_program(*program_, *dev_, dev_->upload(args), options);
