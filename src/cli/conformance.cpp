@@ -124,9 +124,42 @@ std::string finish_child(Child& c) {
   return c.output;
 }
 
+// Starts `platform`'s backend in a forked child and throws its error, if any. The parent must
+// not start it itself: CUDA cannot be used in a child forked after the parent initialised it.
+void check_platform_in_child(const std::string& platform) {
+  int fds[2];
+  if (pipe(fds) != 0) throw Error("pipe failed: " + std::string(std::strerror(errno)));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("fork failed: " + std::string(std::strerror(errno)));
+  if (pid == 0) {
+    close(fds[0]);
+    std::string msg;
+    try {
+      runtime::get_backend(platform);
+    } catch (const std::exception& e) {
+      msg = e.what();
+    }
+    if (!msg.empty() && write(fds[1], msg.data(), msg.size()) < 0) _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) msg.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!msg.empty()) throw Error(msg);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("starting the " + platform + " backend crashed");
+}
+
 }  // namespace
 
 int run_conformance(const std::vector<std::string>& inputs, const ConformanceOptions& options) {
+  check_platform_in_child(options.platform);
   const std::vector<std::string> files = expand(inputs);
   std::map<std::string, std::string> outcome;
   std::vector<Child> running;

@@ -10,6 +10,7 @@
 #include "cli/generate.h"
 #include "cli/train.h"
 #include "cli/run.h"
+#include "cli/doctor.h"
 #include "cujax/core/error.h"
 #include "cujax/runtime/backend.h"
 
@@ -19,6 +20,7 @@ constexpr const char* kUsage = R"(usage: cujax <command> [options]
 
 commands:
   devices                      list the devices of every available platform
+  doctor                       explain why a GPU is or is not used, and what to do
   stablehlo-test FILE|DIR...   run StableHLO test programs and their check.* calls
       --platform NAME          backend to run on (default: cpu)
       -j N                     files run at once (default: 1)
@@ -51,6 +53,9 @@ int devices_command() {
       std::printf("%-8s %-3d %-24s %-12s %s\n", d.platform.c_str(), d.id, d.kind.c_str(),
                   human_bytes(d.memory_bytes).c_str(), d.detail.c_str());
   }
+  const std::string why = cujax::runtime::unavailable_reason("cuda");
+  if (!why.empty())
+    std::printf("%-8s %-3s unavailable: %s (see `cujax doctor`)\n", "cuda", "-", why.c_str());
   return 0;
 }
 
@@ -79,7 +84,6 @@ int stablehlo_test_command(const std::vector<std::string>& args) {
       inputs.push_back(a);
   }
   if (inputs.empty()) throw cujax::Error("stablehlo-test needs at least one FILE or DIR");
-  cujax::runtime::get_backend(options.platform);  // fail early on an unknown platform
   return cujax::cli::run_conformance(inputs, options);
 }
 
@@ -95,6 +99,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (command == "devices") return devices_command();
+    if (command == "doctor") return cujax::cli::doctor_command();
     if (command == "stablehlo-test") return stablehlo_test_command(args);
     if (command == "train") return cujax::cli::train_command(args);
     if (command == "generate") return cujax::cli::generate_command(args);

@@ -54,5 +54,7 @@ class Backend {
 // The backend for `platform` ("cpu"). Throws Error listing the available ones when unknown.
 const Backend& get_backend(std::string_view platform);
 std::vector<std::string> available_platforms();
+// Why `platform` is not available ("CPU-only build", "no libcuda.so.1: ..."); empty when it is.
+std::string unavailable_reason(std::string_view platform);
 
 }  // namespace cujax::runtime

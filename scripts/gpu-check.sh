@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The checks that need a GPU, for a machine that has one: builds with the `default` preset (or
+# uses the build folder given, e.g. one carried over), then runs `cujax doctor`, the gpu-labelled
+# tests, the StableHLO conformance suite on the cuda backend and the benchmarks, and prints a
+# short table last. Each stage has a time limit so that the whole run stays under 8 minutes.
+# Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build, configured with --preset default)
+#        scripts/gpu-check.sh --pack [DIR]   strips cujax, cuda_test and cuda_bench from build/
+#                                            into DIR (default build-gpu-bin, ~58 MiB) to carry
+#                                            to a GPU machine without a toolkit; then run
+#                                            scripts/gpu-check.sh build-gpu-bin there.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--pack" ]; then
+  out="${2:-build-gpu-bin}"
+  mkdir -p "$out"
+  for f in cujax tests/cuda_test cuda_bench; do strip -o "$out/$(basename "$f")" "build/$f" || exit 1; done
+  ls -l "$out"
+  exit 0
+fi
+build="${1:-build}"
+jobs="$(nproc)"
+shared="${CUJAX_SHARED_DIR:-$(pwd)/../shared}"
+[ -d "$shared" ] || shared="$(pwd)/shared"  # a checkout with shared/ inside it
+log="$(mktemp -d)"
+declare -a table
+
+stage() {  # stage NAME LIMIT_SECONDS COMMAND...: runs it, records pass/fail/skip and the time
+  local name="$1" limit="$2"
+  shift 2
+  echo "=== $name"
+  local t0=$SECONDS rc=0
+  timeout "$limit" "$@" 2>&1 | tee "$log/$name.txt" || rc=$?
+  local what="ok"
+  case "$rc" in
+    0) what="ok" ;;
+    77) what="skipped" ;;
+    124) what="TIMEOUT after ${limit}s" ;;
+    *) what="FAILED (exit $rc)" ;;
+  esac
+  table+=("$(printf '%-22s %-22s %5ss' "$name" "$what" "$((SECONDS - t0))")")
+}
+
+if [ ! -x "$build/cujax" ]; then
+  stage configure 60 cmake --preset default
+  stage build 300 cmake --build "$build" -j "$jobs"
+fi
+
+stage doctor 30 "$build/cujax" doctor
+if [ -f "$build/CTestTestfile.cmake" ]; then
+  stage gpu-tests 120 ctest --test-dir "$build" -L gpu --output-on-failure -j 4
+else  # a packed folder: the test binary alone
+  stage gpu-tests 120 "$build/cuda_test"
+fi
+conformance="$shared/conformance/stablehlo-testdata"
+if [ -d "$conformance" ]; then
+  stage conformance 150 "$build/cujax" stablehlo-test --platform cuda -j "$jobs" --timeout 60 \
+    --min-pass-rate 0 "$conformance"
+else
+  table+=("$(printf '%-22s %-22s' conformance "skipped: no $conformance")")
+fi
+stage bench 120 "$build/cuda_bench"
+
+echo
+echo "=== summary"
+for row in "${table[@]}"; do echo "$row"; done
+grep -h "GPU used\|GPU not used" "$log/doctor.txt" 2>/dev/null
+grep -h "tests passed\|tests failed\|^\[  PASSED\|^\[  FAILED  \] [0-9]" "$log/gpu-tests.txt" 2>/dev/null
+skipped="$(grep -c "(Skipped)\|^\[  SKIPPED \] .*ms)" "$log/gpu-tests.txt" 2>/dev/null)"
+[ "${skipped:-0}" -gt 0 ] && echo "gpu tests skipped: $skipped (no usable device: see doctor)"
+grep -h "conformance on" "$log/conformance.txt" 2>/dev/null
+sed -n '/^benchmark/,$p' "$log/bench.txt" 2>/dev/null

@@ -1,0 +1,417 @@
+// Every CUDA kernel against the CPU backend on random inputs (label `gpu`; built in CUDA builds
+// only). Without a usable device each test still parses its program and runs it on the CPU,
+// then SKIPs with the reason that `cujax doctor` would give.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/common/elementwise.h"
+#include "backends/cuda/program.h"
+#include "cujax/core/error.h"
+#include "cujax/ir/parser.h"
+#include "cujax/runtime/backend.h"
+
+namespace cujax {
+namespace {
+
+std::string type_str(const Shape& s, DType t) {
+  std::string out = "tensor<";
+  for (int64_t d : s) out += std::to_string(d) + "x";
+  return out + std::string(mlir_name(t)) + ">";
+}
+
+// Random values for `t`: floats in [-3, 3] with a few specials, integers over their range
+// (`small` keeps them in [-8, 8], for divisors and exponents).
+HostTensor random_tensor(DType t, Shape shape, std::mt19937& rng, bool small = false) {
+  HostTensor out(t, std::move(shape));
+  visit_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data_as<T>();
+    for (int64_t i = 0; i < out.size(); ++i) {
+      if constexpr (ew::is_float_v<T>) {
+        std::uniform_real_distribution<double> u(-3.0, 3.0);
+        double v = u(rng);
+        if (i % 97 == 5) v = NAN;
+        if (i % 89 == 7) v = 0.0;
+        if (i % 83 == 11) v = -INFINITY;
+        p[i] = ew::convert<T, double>(v);
+      } else if constexpr (ew::is_bool_v<T>) {
+        p[i] = (rng() & 1) != 0;
+      } else {
+        const uint64_t bits = (static_cast<uint64_t>(rng()) << 32) | rng();
+        T v = static_cast<T>(bits);
+        if (small)
+          v = static_cast<T>(static_cast<int64_t>(bits % 17) - (std::is_signed_v<T> ? 8 : 0));
+        p[i] = v;
+      }
+    }
+  });
+  return out;
+}
+
+double as_double(const HostTensor& t, int64_t i) {
+  return visit_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return ew::convert<double, T>(t.data_as<T>()[i]);
+  });
+}
+
+// Relative tolerance per float type: a couple of ULPs (the GPU's libm is not glibc's).
+double default_rtol(DType t) {
+  switch (t) {
+    case DType::F64:
+      return 1e-14;
+    case DType::F32:
+      return 3e-7;
+    case DType::F16:
+      return 1e-3;
+    case DType::BF16:
+      return 8e-3;
+    default:
+      return 0;
+  }
+}
+
+void expect_same(const HostTensor& cuda, const HostTensor& cpu, double rtol, double atol,
+                 const std::string& what) {
+  ASSERT_EQ(cuda.type_string(), cpu.type_string()) << what;
+  if (!is_float(cpu.dtype())) {
+    ASSERT_EQ(std::memcmp(cuda.data(), cpu.data(), cpu.nbytes()), 0) << what << ": bits differ";
+    return;
+  }
+  int bad = 0;
+  for (int64_t i = 0; i < cpu.size() && bad < 5; ++i) {
+    const double a = as_double(cuda, i), b = as_double(cpu, i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (a == b) continue;
+    if (std::fabs(a - b) <= atol + rtol * std::fabs(b)) continue;
+    ADD_FAILURE() << what << ": element " << i << " cuda " << a << " cpu " << b;
+    ++bad;
+  }
+}
+
+class CudaVsCpu : public ::testing::Test {
+ protected:
+  std::mt19937 rng{1234};
+
+  // Runs `body` (ops on %a0, %a1, ... ending in `return`) on both backends and compares.
+  // `host_ops`: how many ops are expected to run on the host (no CUDA kernel), checked without
+  // a GPU too, so that a passing test on a GPU means the kernels ran.
+  void check(const std::vector<HostTensor>& args, const std::string& body, const Shape& rshape,
+             DType rtype, double rtol = -1, double atol = 0, int host_ops = 0) {
+    std::string sig;
+    for (size_t i = 0; i < args.size(); ++i)
+      sig += (i ? ", " : "") + std::string("%a") + std::to_string(i) + ": " +
+             type_str(args[i].shape(), args[i].dtype());
+    const std::string text =
+        "func.func @main(" + sig + ") -> " + type_str(rshape, rtype) + " {\n" + body + "\n}\n";
+    SCOPED_TRACE(text);
+    auto module = ir::parse_module(text);
+    const auto cpu = runtime::get_backend("cpu").compile(*module)->execute(args);
+    ASSERT_EQ(cpu.size(), 1u);
+    EXPECT_EQ(cuda::host_steps(*cuda::compile_program(*module, *module->lookup("main"), nullptr)),
+              host_ops);
+    const std::string why = runtime::unavailable_reason("cuda");
+    if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
+    const auto cuda = runtime::get_backend("cuda").compile(*module)->execute(args);
+    ASSERT_EQ(cuda.size(), 1u);
+    expect_same(cuda[0], cpu[0], rtol < 0 ? default_rtol(rtype) : rtol, atol, text);
+  }
+};
+
+const char* kFloatUnary[] = {"abs",
+                             "negate",
+                             "sign",
+                             "ceil",
+                             "floor",
+                             "round_nearest_afz",
+                             "round_nearest_even",
+                             "sqrt",
+                             "rsqrt",
+                             "cbrt",
+                             "exponential",
+                             "exponential_minus_one",
+                             "log",
+                             "log_plus_one",
+                             "logistic",
+                             "sine",
+                             "cosine",
+                             "tan",
+                             "tanh"};
+const DType kFloats[] = {DType::F16, DType::BF16, DType::F32, DType::F64};
+
+TEST_F(CudaVsCpu, FloatUnary) {
+  const Shape s{7, 33};
+  for (DType t : kFloats)
+    for (const char* op : kFloatUnary) {
+      const std::string ty = type_str(s, t);
+      check({random_tensor(t, s, rng)},
+            "  %0 = \"stablehlo." + std::string(op) + "\"(%a0) : (" + ty + ") -> " + ty +
+                "\n  return %0 : " + ty,
+            s, t);
+    }
+}
+
+TEST_F(CudaVsCpu, IntegerUnary) {
+  const Shape s{300};
+  for (DType t : {DType::I8, DType::I32, DType::I64, DType::U8, DType::U32})
+    for (const char* op : {"abs", "negate", "sign", "not", "popcnt", "count_leading_zeros"}) {
+      if (is_unsigned_int(t) &&
+          (std::string(op) == "abs" || std::string(op) == "negate" || std::string(op) == "sign"))
+        continue;  // the verifier rejects these for unsigned types
+      const std::string ty = type_str(s, t);
+      check({random_tensor(t, s, rng)},
+            "  %0 = \"stablehlo." + std::string(op) + "\"(%a0) : (" + ty + ") -> " + ty +
+                "\n  return %0 : " + ty,
+            s, t);
+    }
+}
+
+TEST_F(CudaVsCpu, Binary) {
+  const Shape s{5, 41};
+  struct Case {
+    const char* op;
+    std::vector<DType> types;
+    bool small_rhs;
+  };
+  const std::vector<Case> cases = {
+      {"add",
+       {DType::F16, DType::BF16, DType::F32, DType::F64, DType::I32, DType::U8, DType::Bool},
+       false},
+      {"subtract", {DType::BF16, DType::F32, DType::I16, DType::U64}, false},
+      {"multiply", {DType::F16, DType::F32, DType::I64, DType::Bool}, false},
+      {"divide", {DType::F32, DType::F64, DType::I32, DType::U16}, true},
+      {"remainder", {DType::F32, DType::I32, DType::I8}, true},
+      {"maximum", {DType::F32, DType::BF16, DType::I32, DType::U32}, false},
+      {"minimum", {DType::F64, DType::F16, DType::I64}, false},
+      {"power", {DType::F32, DType::F64, DType::I32}, true},
+      {"atan2", {DType::F32, DType::F64, DType::BF16}, false},
+      {"and", {DType::I32, DType::Bool}, false},
+      {"or", {DType::U8, DType::Bool}, false},
+      {"xor", {DType::I64}, false},
+      {"shift_left", {DType::I32, DType::U16}, true},
+      {"shift_right_logical", {DType::I32, DType::U64}, true},
+      {"shift_right_arithmetic", {DType::I8, DType::I64}, true},
+  };
+  for (const Case& c : cases)
+    for (DType t : c.types) {
+      const std::string ty = type_str(s, t);
+      check({random_tensor(t, s, rng), random_tensor(t, s, rng, c.small_rhs)},
+            "  %0 = \"stablehlo." + std::string(c.op) + "\"(%a0, %a1) : (" + ty + ", " + ty +
+                ") -> " + ty + "\n  return %0 : " + ty,
+            s, t);
+    }
+}
+
+TEST_F(CudaVsCpu, CompareAndSelect) {
+  const Shape s{130};
+  for (DType t : {DType::F32, DType::BF16, DType::I32, DType::U8})
+    for (const char* dir : {"EQ", "NE", "GE", "GT", "LE", "LT"})
+      for (const char* type : {"FLOAT", "TOTALORDER"}) {
+        const bool f = is_float(t);
+        if (!f && std::string(type) == "TOTALORDER") continue;
+        const std::string ct = f ? type : (is_signed_int(t) ? "SIGNED" : "UNSIGNED");
+        const std::string ty = type_str(s, t), rb = type_str(s, DType::Bool);
+        HostTensor a = random_tensor(t, s, rng, true), b = random_tensor(t, s, rng, true);
+        check({a, b},
+              "  %0 = \"stablehlo.compare\"(%a0, %a1) {comparison_direction = "
+              "#stablehlo<comparison_direction " +
+                  std::string(dir) + ">, compare_type = #stablehlo<comparison_type " + ct +
+                  ">} : (" + ty + ", " + ty + ") -> " + rb + "\n  return %0 : " + rb,
+              s, DType::Bool);
+      }
+  for (DType t : {DType::F16, DType::I64, DType::Bool}) {
+    const std::string ty = type_str(s, t), pb = type_str(s, DType::Bool);
+    check({random_tensor(DType::Bool, s, rng), random_tensor(t, s, rng), random_tensor(t, s, rng)},
+          "  %0 = \"stablehlo.select\"(%a0, %a1, %a2) : (" + pb + ", " + ty + ", " + ty + ") -> " +
+              ty + "\n  return %0 : " + ty,
+          s, t);
+  }
+}
+
+TEST_F(CudaVsCpu, ConvertEveryPair) {
+  const Shape s{64};
+  for (DType from : kAllDTypes)
+    for (DType to : kAllDTypes) {
+      const std::string a = type_str(s, from), r = type_str(s, to);
+      check({random_tensor(from, s, rng)},
+            "  %0 = \"stablehlo.convert\"(%a0) : (" + a + ") -> " + r + "\n  return %0 : " + r, s,
+            to, 0);
+    }
+}
+
+TEST_F(CudaVsCpu, DataMovement) {
+  for (DType t : {DType::F32, DType::BF16, DType::I8, DType::I64}) {
+    const HostTensor x = random_tensor(t, {4, 6, 5}, rng);
+    const std::string xt = type_str({4, 6, 5}, t);
+    auto ty = [&](const Shape& s) { return type_str(s, t); };
+    check({x},
+          "  %0 = \"stablehlo.transpose\"(%a0) {permutation = array<i64: 2, 0, 1>} : (" + xt +
+              ") -> " + ty({5, 4, 6}) + "\n  return %0 : " + ty({5, 4, 6}),
+          {5, 4, 6}, t, 0);
+    check({x},
+          "  %0 = \"stablehlo.reshape\"(%a0) : (" + xt + ") -> " + ty({24, 5}) +
+              "\n  return %0 : " + ty({24, 5}),
+          {24, 5}, t, 0);
+    check({x},
+          "  %0 = \"stablehlo.slice\"(%a0) {start_indices = array<i64: 1, 0, 2>, limit_indices = "
+          "array<i64: 4, 6, 5>, strides = array<i64: 2, 3, 1>} : (" +
+              xt + ") -> " + ty({2, 2, 3}) + "\n  return %0 : " + ty({2, 2, 3}),
+          {2, 2, 3}, t, 0);
+    const HostTensor row = random_tensor(t, {1, 5}, rng);
+    check({row},
+          "  %0 = \"stablehlo.broadcast_in_dim\"(%a0) {broadcast_dimensions = array<i64: 0, 2>} "
+          ": (" +
+              ty({1, 5}) + ") -> " + xt + "\n  return %0 : " + xt,
+          {4, 6, 5}, t, 0);
+    const HostTensor y = random_tensor(t, {4, 2, 5}, rng);
+    check({x, y},
+          "  %0 = \"stablehlo.concatenate\"(%a0, %a1) {dimension = 1 : i64} : (" + xt + ", " +
+              ty({4, 2, 5}) + ") -> " + ty({4, 8, 5}) + "\n  return %0 : " + ty({4, 8, 5}),
+          {4, 8, 5}, t, 0);
+    const HostTensor pv = random_tensor(t, {}, rng);
+    check({x, pv},
+          "  %0 = \"stablehlo.pad\"(%a0, %a1) {edge_padding_low = array<i64: 1, -1, 0>, "
+          "edge_padding_high = array<i64: 0, 2, 1>, interior_padding = array<i64: 1, 0, 2>} : (" +
+              xt + ", " + ty({}) + ") -> " + ty({8, 7, 14}) + "\n  return %0 : " + ty({8, 7, 14}),
+          {8, 7, 14}, t, 0);
+  }
+  for (DType t : {DType::I32, DType::F16, DType::U64})
+    check({},
+          "  %0 = \"stablehlo.iota\"() {iota_dimension = 1 : i64} : () -> " + type_str({3, 70}, t) +
+              "\n  return %0 : " + type_str({3, 70}, t),
+          {3, 70}, t, 0);
+}
+
+TEST_F(CudaVsCpu, Reduce) {
+  struct Case {
+    const char* body;
+    DType t;
+    double rtol;
+  };
+  for (const Case& c : {Case{"add", DType::F32, 1e-5}, Case{"maximum", DType::BF16, 0},
+                        Case{"multiply", DType::I32, 0}, Case{"minimum", DType::F64, 0},
+                        Case{"or", DType::Bool, 0}, Case{"add", DType::F16, 1e-2}}) {
+    const Shape s{6, 50, 7};
+    const std::string xt = type_str(s, c.t), st = type_str({}, c.t), rt = type_str({6, 7}, c.t);
+    const HostTensor init =
+        c.t == DType::I32 ? HostTensor::from_vector<int32_t>({1}, {}) : random_tensor(c.t, {}, rng);
+    check({random_tensor(c.t, s, rng, true), init},
+          "  %0 = \"stablehlo.reduce\"(%a0, %a1) ({\n  ^bb0(%x: " + st + ", %y: " + st +
+              "):\n    %s = \"stablehlo." + c.body + "\"(%x, %y) : (" + st + ", " + st + ") -> " +
+              st + "\n    \"stablehlo.return\"(%s) : (" + st +
+              ") -> ()\n  }) {dimensions = "
+              "array<i64: 1>} : (" +
+              xt + ", " + st + ") -> " + rt + "\n  return %0 : " + rt,
+          {6, 7}, c.t, c.rtol, c.rtol);
+  }
+}
+
+// Few results over long rows take the block-per-result kernel.
+TEST_F(CudaVsCpu, ReduceLongRows) {
+  const Shape s{3, 5000};
+  for (DType t : {DType::I32, DType::F32, DType::F64}) {
+    HostTensor x = random_tensor(t, s, rng, true);
+    if (is_float(t))  // finite values, so that the sums are compared and not their NaNs
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const double v = as_double(x, i);
+        visit_dtype(t, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          x.data_as<T>()[i] = ew::convert<T, double>(std::isfinite(v) ? v : 1.0);
+        });
+      }
+    for (const char* body : {"add", "maximum"}) {
+      const std::string xt = type_str(s, t), st = type_str({}, t), rt = type_str({3}, t);
+      check({x, random_tensor(t, {}, rng, true)},
+            "  %0 = \"stablehlo.reduce\"(%a0, %a1) ({\n  ^bb0(%x: " + st + ", %y: " + st +
+                "):\n    %s = \"stablehlo." + body + "\"(%x, %y) : (" + st + ", " + st + ") -> " +
+                st + "\n    \"stablehlo.return\"(%s) : (" + st +
+                ") -> ()\n  }) {dimensions = array<i64: 1>} : (" + xt + ", " + st + ") -> " + rt +
+                "\n  return %0 : " + rt,
+            {3}, t, 0,
+            // Sums of 5000 values in another order: f32 rounding differs by ~1e-2; f64 (same
+            // kernel code) catches a missed or doubled element.
+            t == DType::F32   ? 0.1
+            : t == DType::F64 ? 1e-9
+                              : 0);
+    }
+  }
+}
+
+TEST_F(CudaVsCpu, DotGeneral) {
+  struct Case {
+    DType t;
+    double rtol, atol;
+  };
+  for (const Case& c : {Case{DType::F32, 1e-5, 1e-4}, Case{DType::F64, 1e-12, 1e-12},
+                        Case{DType::BF16, 1e-2, 5e-2}, Case{DType::F16, 2e-3, 1e-2}}) {
+    auto ty = [&](const Shape& s) { return type_str(s, c.t); };
+    // The random generator's NaNs and infinities would spread through a whole row.
+    auto finite = [&](Shape s) {
+      HostTensor h = random_tensor(DType::F64, std::move(s), rng);
+      HostTensor out(c.t, h.shape());
+      visit_dtype(c.t, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        for (int64_t i = 0; i < h.size(); ++i) {
+          const double v = h.data_as<double>()[i];
+          out.data_as<T>()[i] = ew::convert<T, double>(std::isfinite(v) ? v : 0.5);
+        }
+      });
+      return out;
+    };
+    // Plain matrix product.
+    check({finite({33, 70}), finite({70, 21})},
+          "  %0 = \"stablehlo.dot_general\"(%a0, %a1) {dot_dimension_numbers = "
+          "#stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>} : "
+          "(" +
+              ty({33, 70}) + ", " + ty({70, 21}) + ") -> " + ty({33, 21}) +
+              "\n  return %0 : " + ty({33, 21}),
+          {33, 21}, c.t, c.rtol, c.atol);
+    // Batched, with the batch dimension in the middle of rhs and contracting first in lhs.
+    check({finite({3, 40, 9}), finite({17, 3, 40})},
+          "  %0 = \"stablehlo.dot_general\"(%a0, %a1) {dot_dimension_numbers = "
+          "#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [1], "
+          "lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [2]>} : (" +
+              ty({3, 40, 9}) + ", " + ty({17, 3, 40}) + ") -> " + ty({3, 9, 17}) +
+              "\n  return %0 : " + ty({3, 9, 17}),
+          {3, 9, 17}, c.t, c.rtol, c.atol);
+  }
+}
+
+// An op without a CUDA kernel (sort) between two device ops runs on the host in between.
+TEST_F(CudaVsCpu, HostFallbackBetweenDeviceOps) {
+  const Shape s{50};
+  const std::string ty = type_str(s, DType::F32), st = type_str({}, DType::F32),
+                    bt = type_str({}, DType::Bool);
+  check({random_tensor(DType::F32, s, rng)},
+        "  %0 = \"stablehlo.exponential\"(%a0) : (" + ty + ") -> " + ty +
+            "\n  %1 = \"stablehlo.sort\"(%0) ({\n  ^bb0(%x: " + st + ", %y: " + st +
+            "):\n    %c = \"stablehlo.compare\"(%x, %y) {comparison_direction = "
+            "#stablehlo<comparison_direction LT>} : (" +
+            st + ", " + st + ") -> " + bt + "\n    \"stablehlo.return\"(%c) : (" + bt +
+            ") -> ()\n  }) {dimension = 0 : i64} : (" + ty + ") -> " + ty +
+            "\n  %2 = \"stablehlo.negate\"(%1) : (" + ty + ") -> " + ty + "\n  return %2 : " + ty,
+        s, DType::F32, -1, 0, /*host_ops=*/1);
+}
+
+TEST(CudaPlatform, AvailabilityMatchesReason) {
+  const std::string why = runtime::unavailable_reason("cuda");
+  const auto platforms = runtime::available_platforms();
+  const bool listed = std::find(platforms.begin(), platforms.end(), "cuda") != platforms.end();
+  EXPECT_EQ(listed, why.empty()) << why;
+  if (!why.empty()) {
+    try {
+      runtime::get_backend("cuda");
+      FAIL() << "get_backend(\"cuda\") succeeded although: " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cujax
