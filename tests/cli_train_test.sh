@@ -64,5 +64,43 @@ g=(generate --model "$work/a" --prompt "The " --max-tokens 20 --temperature 0.8 
 cmp -s "$work/g1" "$work/g2" || fail "generate with one seed gave two texts"
 [ "$(head -c 4 "$work/g1")" = "The " ] || fail "generate does not echo the prompt"
 
+# export: the forward pass and the KV-cache decode step of the same checkpoint, run by `cujax run`
+# without the model's code; decoding position by position must give the forward pass's logits.
+"$cujax" export --model "$work/a" --fn forward --batch 1 --seq 8 --out "$work/fwd.cujax" >/dev/null || fail "export forward"
+"$cujax" export --model "$work/a" --fn generate_step --batch 1 --out "$work/step.cujax" >/dev/null || fail "export generate_step"
+expect_usage_error "export unknown fn" "--fn must be forward or generate_step" export --model "$work/a" --fn train --out "$work/x"
+expect_usage_error "export too long" "exceeds the model's max_len" export --model "$work/a" --seq 4096 --out "$work/x"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  /usr/bin/python3 - "$cujax" "$work" <<'PY' || fail "generate_step artifact disagrees with forward artifact"
+import subprocess, sys, numpy as np
+cujax, work = sys.argv[1], sys.argv[2]
+tokens = np.array([[84, 104, 101, 32, 99, 97, 116, 46]], dtype=np.int32)
+np.save(f"{work}/tokens.npy", tokens)
+subprocess.run([cujax, "run", f"{work}/fwd.cujax", "--input", f"{work}/tokens.npy",
+                "--output", f"{work}/logits.npy"], check=True)
+full = np.load(f"{work}/logits.npy")[0]
+# The cache leaves in order: cached_key, cached_value, cache_index per layer.
+names = [f"{work}/cache{i}.npy" for i in range(12)]
+for layer in range(4):
+    np.save(names[3 * layer], np.zeros((1, 128, 4, 32), np.float32))
+    np.save(names[3 * layer + 1], np.zeros((1, 128, 4, 32), np.float32))
+    np.save(names[3 * layer + 2], np.array(0, np.int32))
+for p in range(8):
+    np.save(f"{work}/token.npy", tokens[:, p:p + 1])
+    np.save(f"{work}/position.npy", np.array(p, np.int32))
+    args = [cujax, "run", f"{work}/step.cujax"]
+    for n in names + [f"{work}/token.npy", f"{work}/position.npy"]:
+        args += ["--input", n]
+    for n in [f"{work}/step_logits.npy"] + names:
+        args += ["--output", n]
+    subprocess.run(args, check=True)
+    err = np.abs(np.load(f"{work}/step_logits.npy")[0] - full[p]).max()
+    if err > 1e-4:
+        sys.exit(f"position {p}: max difference {err}")
+PY
+else
+  echo "skip: the decode-versus-forward export check needs numpy under /usr/bin/python3"
+fi
+
 if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "cli_train_test: all checks passed"

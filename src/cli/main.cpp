@@ -7,10 +7,11 @@
 #include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/conformance.h"
-#include "cli/generate.h"
-#include "cli/train.h"
-#include "cli/run.h"
 #include "cli/doctor.h"
+#include "cli/export_model.h"
+#include "cli/generate.h"
+#include "cli/run.h"
+#include "cli/train.h"
 #include "cujax/core/error.h"
 #include "cujax/runtime/backend.h"
 
@@ -32,6 +33,9 @@ commands:
       --seed S --log-every N --eval-every N --checkpoint-every N --out DIR
   generate --model DIR         sample text from a trained model, with the KV cache
       --prompt TEXT --max-tokens N --temperature T --top-k K --seed S
+  export --model DIR --out FILE
+      --fn forward|generate_step --batch B --seq T
+                               a trained model as a portable artifact, weights included
   run FILE --input X.npy... --output OUT.npy... [--print]
                                run an exported artifact on .npy inputs (docs/export.md)
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
@@ -104,6 +108,7 @@ int main(int argc, char** argv) {
     if (command == "train") return cujax::cli::train_command(args);
     if (command == "generate") return cujax::cli::generate_command(args);
     if (command == "run") return cujax::cli::run_artifact(args);
+    if (command == "export") return cujax::cli::export_command(args);
     if (command == "bench") {
       if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
       if (!args.empty() && args[0] == "train")

@@ -1,0 +1,79 @@
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/args.h"
+#include "cli/export_model.h"
+#include "cli/model_dir.h"
+#include "cujax/export.h"
+#include "cujax/models/lm.h"
+
+namespace cujax::cli {
+
+namespace {
+
+// The parameters are constants of the module (closed over), so the artifact is self-contained:
+// tokens in, logits out.
+Exported export_forward(LoadedModel& m, int64_t batch, int64_t seq) {
+  models::TransformerLM& model = *m.model;
+  const State params = m.params;
+  JitOptions o;
+  o.name = "forward";
+  o.arg_names = {"tokens"};
+  auto forward = jit(
+      [&model, params](const Array& tokens) {
+        return nnx::functional_call(model, params, [&] { return model(tokens); });
+      },
+      o);
+  return export_(forward, ShapeDtype{{batch, seq}, DType::I32});
+}
+
+// One decoding position with the KV cache as explicit state: (cache, token (B, 1), position)
+// -> (logits (B, V), cache). The cache starts as zeros (its leaves are listed by cujax run).
+Exported export_generate_step(LoadedModel& m, int64_t batch) {
+  models::TransformerLM& model = *m.model;
+  model.init_cache(batch);
+  const State cache = nnx::state(model, nnx::VariableKind::Cache);
+  const State params = m.params;
+  JitOptions o;
+  o.name = "generate_step";
+  o.arg_names = {"cache", "token", "position"};
+  auto step = jit(
+      [&model, params](const State& cache, const Array& token, const Array& position) {
+        State both = params;
+        for (const auto& [path, value] : cache) both.set(path, value);
+        return nnx::functional_call(model, both, nnx::VariableKind::Cache,
+                                    [&] { return model.decode_step(token, position); });
+      },
+      o);
+  return export_(step, cache, ShapeDtype{{batch, 1}, DType::I32}, ShapeDtype{{}, DType::I32});
+}
+
+}  // namespace
+
+int export_command(const std::vector<std::string>& argv) {
+  const Args args(argv, {"model", "fn", "batch", "seq", "out"});
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  if (!args.has("model")) throw UsageError("--model DIR is required (a cujax train --out folder)");
+  if (!args.has("out")) throw UsageError("--out FILE is required");
+  const std::string fn = args.string("fn", "forward");
+  if (fn != "forward" && fn != "generate_step")
+    throw UsageError("--fn must be forward or generate_step, got '" + fn + "'");
+  const int64_t batch = args.integer("batch", 1, 1);
+  LoadedModel m = load_model_dir(args.string("model", ""));
+  const int64_t seq = args.integer("seq", m.config.max_len, 1);
+  if (seq > m.config.max_len)
+    throw UsageError("--seq " + std::to_string(seq) + " exceeds the model's max_len " +
+                     std::to_string(m.config.max_len));
+  const Exported e =
+      fn == "forward" ? export_forward(m, batch, seq) : export_generate_step(m, batch);
+  const std::string out = args.string("out", "");
+  e.save(out);
+  std::printf("exported %s of %s (step %lld) to %s: %zu inputs, %zu outputs, %lld bytes\n",
+              fn.c_str(), args.string("model", "").c_str(), static_cast<long long>(m.step),
+              out.c_str(), e.in_leaves().size(), e.out_leaves().size(),
+              static_cast<long long>(std::filesystem::file_size(out)));
+  return 0;
+}
+
+}  // namespace cujax::cli
