@@ -14,6 +14,7 @@
 
 #include "cujax/lax.h"
 #include "trace/autodiff_markers.h"
+#include "trace/replay.h"
 #include "trace/vjp_rules.h"
 
 namespace cujax {
@@ -75,19 +76,6 @@ bool differentiable(const ir::Value* v) {
   return !v->type.is_token && is_float(v->type.dtype);
 }
 
-void collect_captures(const ir::Region& region, std::unordered_set<const ir::Value*>& defined,
-                      std::unordered_set<const ir::Value*>& seen, std::vector<ir::Value*>& out) {
-  for (const auto& block : region.blocks) {
-    for (const auto& a : block->arguments) defined.insert(a.get());
-    for (const auto& op : block->ops) {
-      for (ir::Value* v : op->operands)
-        if (!defined.count(v) && seen.insert(v).second) out.push_back(v);
-      for (const auto& r : op->regions) collect_captures(*r, defined, seen, out);
-      for (const auto& r : op->results) defined.insert(r.get());
-    }
-  }
-}
-
 // The op's operands, then the values its regions use from outside it (cond branches and loop
 // bodies capture the arrays they close over): gradients flow to both.
 std::vector<ir::Value*> inputs_of(const ir::Operation& op) {
@@ -97,8 +85,8 @@ std::vector<ir::Value*> inputs_of(const ir::Operation& op) {
   if (op.name != "stablehlo.case" && op.name != "stablehlo.while") return out;
   // A value both passed and captured (a scan's xs that its body also closes over) is listed
   // twice: each use gets its cotangent, and backward sums them.
-  std::unordered_set<const ir::Value*> defined, seen;
-  for (const auto& r : op.regions) collect_captures(*r, defined, seen, out);
+  const std::vector<ir::Value*> captured = region_captures(op);
+  out.insert(out.end(), captured.begin(), captured.end());
   return out;
 }
 
