@@ -35,8 +35,7 @@ namespace {
 constexpr int64_t kCopyGrain = 1 << 15;       // elements per parallel chunk of a copy
 constexpr int64_t kGemmGrainFlops = 1 << 16;  // multiply-adds per parallel chunk of a GEMM
 constexpr int64_t kBlasMinFlops = 1 << 12;    // smaller batched products skip CBLAS
-// OpenBLAS runs products up to this size on the calling thread, so batches of them can be
-// spread over our threads.
+// Products up to this size run on one thread, so batches of them are spread over our threads.
 constexpr int64_t kBlasSingleThreadFlops = 1 << 18;
 constexpr int64_t kIm2colBudget = 1 << 20;  // elements of one im2col chunk
 constexpr int64_t kTrsmBlock = 128;         // XLA's TriangularSolveExpander block size
@@ -297,6 +296,11 @@ void gemm_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const 
                [&](int64_t m0, int64_t m1) { gemm_rows(m0, m1, N, K, a, lda, b, ldb, c, ldc); });
 }
 
+// OpenBLAS's own threads would compete with ours (and spin in sched_yield between calls, which
+// on a small machine takes the cores the element-wise kernels need): every BLAS call runs on the
+// calling thread, and products are split over our pool instead.
+[[maybe_unused]] const bool kBlasOnOneThread = (openblas_set_num_threads(1), true);
+
 inline CBLAS_TRANSPOSE blas_trans(bool t) {
   return t ? CblasTrans : CblasNoTrans;
 }
@@ -311,14 +315,25 @@ void matmul(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, bool ta, c
     for (int64_t m = 0; m < M; ++m) std::fill_n(c + m * ldc, N, A(0));
     return;
   }
-  if constexpr (std::is_same_v<A, float>) {
-    cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(M),
-                static_cast<int>(N), static_cast<int>(K), 1.0f, a, static_cast<int>(lda), b,
-                static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
-  } else if constexpr (std::is_same_v<A, double>) {
-    cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(M),
-                static_cast<int>(N), static_cast<int>(K), 1.0, a, static_cast<int>(lda), b,
-                static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
+  if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
+    // Row blocks of C on our threads: rows m0.. of op(A) start at column m0 of a transposed A.
+    auto rows = [&](int64_t m0, int64_t m1) {
+      const A* am = ta ? a + m0 : a + m0 * lda;
+      if constexpr (std::is_same_v<A, float>)
+        cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m1 - m0),
+                    static_cast<int>(N), static_cast<int>(K), 1.0f, am, static_cast<int>(lda),
+                    b, static_cast<int>(ldb), 0.0f, c + m0 * ldc, static_cast<int>(ldc));
+      else
+        cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m1 - m0),
+                    static_cast<int>(N), static_cast<int>(K), 1.0, am, static_cast<int>(lda), b,
+                    static_cast<int>(ldb), 0.0, c + m0 * ldc, static_cast<int>(ldc));
+    };
+    if (M * N * K <= kBlasSingleThreadFlops) {
+      rows(0, M);
+    } else {
+      // Blocks of at least 16 rows keep OpenBLAS's kernels efficient.
+      parallel_for(M, std::max<int64_t>(16, kGemmGrainFlops / std::max<int64_t>(1, N * K)), rows);
+    }
   } else {
     (void)ta;
     (void)tb;
