@@ -1,5 +1,8 @@
 #include "cujax/core/host_tensor.h"
 
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include "cujax/core/error.h"
@@ -7,15 +10,60 @@
 namespace cujax {
 
 namespace {
+
+// Freed blocks of at least kMinCached bytes, kept by size for the next tensor of that size: a
+// jitted step allocates the same sizes every call, and fresh pages from the OS cost a page fault
+// and a zero fill each. At most kMaxCached bytes are kept.
+class BlockCache {
+ public:
+  static constexpr size_t kMinCached = size_t{1} << 16;
+  static constexpr size_t kMaxCached = size_t{512} << 20;
+
+  std::byte* take(size_t nbytes) {
+    if (nbytes >= kMinCached) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(nbytes);
+      if (it != free_.end()) {
+        std::byte* p = it->second;
+        free_.erase(it);
+        cached_ -= nbytes;
+        return p;
+      }
+    }
+    return static_cast<std::byte*>(::operator new[](nbytes, std::align_val_t{64}));
+  }
+  void give(std::byte* p, size_t nbytes) {
+    if (nbytes >= kMinCached) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + nbytes <= kMaxCached) {
+        free_.emplace(nbytes, p);
+        cached_ += nbytes;
+        return;
+      }
+    }
+    ::operator delete[](p, std::align_val_t{64});
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<size_t, std::byte*> free_;
+  size_t cached_ = 0;
+};
+
+// Never destroyed: tensors owned by other statics may be freed after it would be.
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache;
+  return *cache;
+}
+
 // 64-byte alignment keeps vector loads and BLAS happy.
 std::shared_ptr<std::byte[]> allocate(size_t nbytes, bool zero = true) {
-  const size_t padded = ((nbytes + 63) / 64) * 64;
-  auto* p =
-      static_cast<std::byte*>(::operator new[](padded == 0 ? 64 : padded, std::align_val_t{64}));
-  if (zero) std::memset(p, 0, padded == 0 ? 64 : padded);
-  return std::shared_ptr<std::byte[]>(
-      p, [](std::byte* q) { ::operator delete[](q, std::align_val_t{64}); });
+  const size_t padded = nbytes == 0 ? 64 : ((nbytes + 63) / 64) * 64;
+  std::byte* p = block_cache().take(padded);
+  if (zero) std::memset(p, 0, padded);
+  return std::shared_ptr<std::byte[]>(p, [padded](std::byte* q) { block_cache().give(q, padded); });
 }
+
 }  // namespace
 
 HostTensor::HostTensor(DType dtype, Shape shape)
