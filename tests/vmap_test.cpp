@@ -385,6 +385,15 @@ TEST(Vmap, ScanAndPerExampleGradOfScan) {
   expect_close(vmap(grad(loss))(c0s, xss), unrolled(4, [&](int64_t i) {
                  return grad(loss)(example(c0s, i), example(xss, i));
                }));
+  // grad of vmap: the batched scan is still a scan, so it is reverse-differentiable; the loss is
+  // a sum over examples, so row i of its gradient is example i's.
+  auto total = [&](const Array& c, const Array& x) { return jnp::sum(vmap(f)(c, x).second); };
+  const auto [gc, gx] = grad(total, argnums<0, 1>)(c0s, xss);
+  expect_close(
+      gc, unrolled(4, [&](int64_t i) { return grad(loss)(example(c0s, i), example(xss, i)); }));
+  expect_close(gx, unrolled(4, [&](int64_t i) {
+                 return grad(loss, argnums<1>)(example(c0s, i), example(xss, i));
+               }));
 }
 
 // cond / switch with a batched index select per lane; with a shared index each branch is

@@ -1,5 +1,6 @@
 // vmap on the traced IR: in_axes/out_axes resolution, the size check, the forward batching walk,
 // the rule registry and the helpers the rule files share.
+#include <algorithm>
 #include <mutex>
 #include <numeric>
 #include <unordered_map>
@@ -136,6 +137,9 @@ struct Walk {
   int64_t size;
   std::function<Batched(ir::Value*)> outer;
   std::unordered_map<const ir::Value*, Batched> env;
+  // In a region: the values defined in its block. An op using one that env lacks is skipped
+  // (as replay does), so are its users.
+  std::unordered_set<const ir::Value*> local;
 
   Batched get(ir::Value* v) const {
     auto it = env.find(v);
@@ -156,6 +160,10 @@ struct Walk {
     const std::vector<ir::Value*> captures =
         op->regions.empty() ? std::vector<ir::Value*>{} : region_captures(*op);
     for (ir::Value* v : captures) any = any || batched(v);
+    auto missing = [&](ir::Value* v) { return local.count(v) && !env.count(v); };
+    if (std::any_of(op->operands.begin(), op->operands.end(), missing) ||
+        std::any_of(captures.begin(), captures.end(), missing))
+      return;
     if (!any) {
       // An op on unbatched values is the same for every example: keep it as recorded.
       if (!outer) return;
@@ -218,7 +226,7 @@ std::vector<Batched> batch(const std::vector<ir::Operation*>& ops,
                            const std::vector<Array>& outputs, int64_t size) {
   TraceContext* tc = current_trace();
   if (!tc) throw Error("vmap needs an active trace");
-  Walk w{*tc, size, nullptr, {}};
+  Walk w{*tc, size, nullptr, {}, {}};
   for (size_t i = 0; i < stand_ins.size(); ++i) w.env[tc->value_of(stand_ins[i])] = inputs[i];
   for (ir::Operation* op : ops) w.run(op);
   std::vector<Batched> out;
@@ -322,22 +330,39 @@ lax::Computation region_computation(const ir::Operation& op) {
   };
 }
 
-std::vector<Batched> batch_block(const ir::Block& block, const std::vector<Batched>& args,
-                                 const Lookup& outer, int64_t size) {
+std::vector<Batched> batch_values(const ir::Block& block,
+                                  const std::unordered_map<const ir::Value*, Batched>& seeds,
+                                  const std::vector<const ir::Value*>& outputs, const Lookup& outer,
+                                  int64_t size) {
   TraceContext* tc = current_trace();
   if (!tc) throw Error("internal error: vmap needs an active trace");
-  Walk w{*tc, size, outer, {}};
-  for (size_t i = 0; i < args.size(); ++i) w.env[block.arguments.at(i).get()] = args[i];
-  for (const auto& op : block.ops) {
-    if (op->name != "stablehlo.return") {
+  Walk w{*tc, size, outer, seeds, {}};
+  for (const auto& a : block.arguments) w.local.insert(a.get());
+  for (const auto& op : block.ops)
+    for (const auto& r : op->results) w.local.insert(r.get());
+  for (const auto& op : block.ops)
+    if (op->name != "stablehlo.return" &&
+        (op->results.empty() ||
+         !std::all_of(op->results.begin(), op->results.end(),
+                      [&](const auto& r) { return seeds.count(r.get()) > 0; })))
       w.run(op.get());
-      continue;
-    }
-    std::vector<Batched> out;
-    for (ir::Value* v : op->operands) out.push_back(w.get(v));
-    return out;
+  std::vector<Batched> out;
+  for (const ir::Value* v : outputs) {
+    if (w.local.count(v) && !w.env.count(v))
+      throw Error("internal error: vmap could not batch a value of a region from the given ones");
+    out.push_back(w.get(const_cast<ir::Value*>(v)));
   }
-  throw Error("internal error: a region without stablehlo.return");
+  return out;
+}
+
+std::vector<Batched> batch_block(const ir::Block& block, const std::vector<Batched>& args,
+                                 const Lookup& outer, int64_t size) {
+  std::unordered_map<const ir::Value*, Batched> seeds;
+  for (size_t i = 0; i < args.size(); ++i) seeds[block.arguments.at(i).get()] = args[i];
+  const ir::Operation& ret = *block.ops.back();
+  if (ret.name != "stablehlo.return")
+    throw Error("internal error: a region without stablehlo.return");
+  return batch_values(block, seeds, {ret.operands.begin(), ret.operands.end()}, outer, size);
 }
 
 std::vector<bool> batched_results(const ir::Block& block, const std::vector<bool>& args,

@@ -53,6 +53,13 @@ lax::Computation region_computation(const ir::Operation& op);
 // the batched stablehlo.return operands.
 std::vector<Batched> batch_block(const ir::Block& block, const std::vector<Batched>& args,
                                  const Lookup& outer, int64_t size);
+// The batched form of `outputs`, values of `block`, given those of `seeds` (values of the block
+// whose producing ops are then not recorded again); ops that need a value of the block neither
+// seeded nor computed from the seeds are skipped. For a scan's f inside its loop body.
+std::vector<Batched> batch_values(const ir::Block& block,
+                                  const std::unordered_map<const ir::Value*, Batched>& seeds,
+                                  const std::vector<const ir::Value*>& outputs, const Lookup& outer,
+                                  int64_t size);
 // Which of the block's stablehlo.return operands depend on a batched value, given which block
 // arguments are batched (`outer` for the rest). Conservative, as every rule batches a result
 // when an operand is batched: the values a loop carries must not be found batched later.

@@ -2,7 +2,10 @@
 // a batched predicate runs until every lane is done, finished lanes kept by select) and
 // stablehlo.case (a batched index evaluates every branch and selects per lane; an unbatched
 // one batches each branch). Regions are batched by walking their recorded ops again.
+#include <any>
+
 #include "cujax/control_flow.h"
+#include "cujax/grad.h"
 #include "trace/batching_rules.h"
 
 namespace cujax::trace::batching {
@@ -19,6 +22,51 @@ Array batched_or_plain(const Batched& y, bool batched, int64_t size, const ir::O
     throw Error("internal error: vmap of " + op.name + " found a batched value it had not " +
                 "expected to be batched");
   return y.value;
+}
+
+const lax::detail::ScanRecord* scan_record(const ir::Operation& op) {
+  const std::any* a = annotation(&op);
+  return a ? std::any_cast<lax::detail::ScanRecord>(a) : nullptr;
+}
+
+// A scan's while (carried values (i, carry..., xs..., ys...), see ScanRecord) recorded while
+// the autodiff window is open is batched as a scan of f batched, so that grad of vmap of scan
+// still finds its record: batched xs and ys carry the batch at dimension 1, below the scan axis.
+std::vector<Batched> scan_rule(const BatchArgs& a, const lax::detail::ScanRecord& rec,
+                               const std::vector<bool>& bat) {
+  const size_t nc = rec.num_carry, nx = rec.num_xs, ny = rec.num_ys;
+  const ir::Block& body = a.op.regions.at(1)->front();
+  std::vector<Array> init, xs;
+  for (size_t k = 0; k < nc; ++k)
+    init.push_back(bat[1 + k] ? batch_at(a.operands[1 + k], a.bdims[1 + k], a.size)
+                              : a.operands[1 + k]);
+  for (size_t k = 0; k < nx; ++k) {
+    const size_t i = 1 + nc + k;
+    xs.push_back(bat[i] ? batch_at(a.operands[i], a.bdims[i], a.size, 1) : a.operands[i]);
+  }
+  const FlatFn f = [&](const std::vector<Array>& v) {
+    std::unordered_map<const ir::Value*, Batched> seeds;
+    for (size_t k = 0; k < nc + nx; ++k)
+      seeds[rec.f_in.at(k)] = Batched{v[k], bat[1 + k] ? Bdim(0) : std::nullopt};
+    const std::vector<Batched> o = batch_values(body, seeds, rec.f_out, a.lookup, a.size);
+    FlatOut out;
+    for (size_t k = 0; k < nc; ++k)
+      out.leaves.push_back(batched_or_plain(o.at(k), bat[1 + k], a.size, a.op));
+    for (size_t k = 0; k < ny; ++k)
+      out.leaves.push_back(batched_or_plain(o.at(nc + k), bat[1 + nc + nx + k], a.size, a.op));
+    return out;
+  };
+  const std::vector<Array> rs = lax::detail::scan_flat(f, nc, init, xs, rec.length, rec.reverse);
+  // The while's results: the final counter, the carry, xs unchanged, the stacked ys.
+  std::vector<Batched> out{
+      Batched{full({}, static_cast<double>(rec.length), DType::I32), std::nullopt}};
+  for (size_t k = 0; k < nc; ++k)
+    out.push_back(Batched{rs[k], bat[1 + k] ? Bdim(0) : std::nullopt});
+  for (size_t k = 0; k < nx; ++k)
+    out.push_back(Batched{a.operands[1 + nc + k], a.bdims[1 + nc + k]});
+  for (size_t k = 0; k < ny; ++k)
+    out.push_back(Batched{rs[nc + k], bat[1 + nc + nx + k] ? Bdim(1) : std::nullopt});
+  return out;
 }
 
 // Operands: the carried values; the cond and body regions may capture batched values.
@@ -40,6 +88,9 @@ std::vector<Batched> while_rule(const BatchArgs& a) {
   // batched, since a finished lane keeps its values while the others go on.
   const bool pred_batched = batched_results(cond, bat, a.lookup).at(0);
   if (pred_batched) bat.assign(n, true);
+
+  if (const lax::detail::ScanRecord* rec = scan_record(a.op); rec && !pred_batched)
+    return scan_rule(a, *rec, bat);
 
   std::vector<Array> init;
   for (size_t i = 0; i < n; ++i)
