@@ -303,19 +303,132 @@ TEST(Vmap, SelectAndScatter) {
 namespace cujax {
 namespace {
 
-// A loop body closing over a mapped argument is batched (here: refused by name) rather than
-// kept with the unbatched stand-in.
-TEST(Vmap, LoopCapturingMappedValueIsNotKeptUnbatched) {
+// A loop body closing over a mapped argument is batched rather than kept with the unbatched
+// stand-in: the carry becomes batched through the body (the fixpoint).
+TEST(Vmap, LoopCapturingMappedValue) {
   auto f = [](const Array& x) {
     return lax::fori_loop(
-        0, 3, [&](const Array&, const Array& c) { return c + x; }, lax::full({2}, 0.0, DType::F32));
+        0, 3,
+        [&](const Array& i, const Array& c) { return c * 0.5 + x * jnp::astype(i, DType::F32); },
+        lax::full({2}, 1.0, DType::F32));
   };
-  try {
-    vmap(f)(rnd({4, 2}, 36));
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no batching rule for stablehlo.while"), std::string::npos)
-        << e.what();
+  const Array xs = rnd({4, 2}, 36);
+  expect_close(vmap(f)(xs), unrolled(4, [&](int64_t i) { return f(example(xs, i)); }));
+  // Nested loops, the inner one closing over the mapped value and the outer carry.
+  auto g = [](const Array& x) {
+    return lax::fori_loop(
+        0, 2,
+        [&](const Array&, const Array& c) {
+          return lax::fori_loop(
+              0, 3, [&](const Array&, const Array& d) { return jnp::sin(d + c * x); }, c);
+        },
+        x);
+  };
+  expect_close(vmap(g)(xs), unrolled(4, [&](int64_t i) { return g(example(xs, i)); }));
+}
+
+// Per-lane iteration counts: the predicate is batched, so the loop runs until every lane is
+// done and finished lanes keep their values.
+TEST(Vmap, WhileWithBatchedPredicate) {
+  auto f = [](const Array& n, const Array& x) {
+    const std::vector<Array> out = lax::while_loop(
+        [&](const std::vector<Array>& v) { return lax::lt(v[0], n); },
+        [&](const std::vector<Array>& v) {
+          return std::vector<Array>{v[0] + 1, v[1] * 1.5 + jnp::astype(v[0], DType::F32)};
+        },
+        std::vector<Array>{lax::full({}, 0, DType::I32), x});
+    return std::make_pair(out[0], out[1]);
+  };
+  const Array ns = array(HostTensor::from_vector(std::vector<int32_t>{0, 3, 1, 5}, {4}));
+  const Array xs = rnd({4, 3}, 37);
+  auto [is, ys] = vmap(f)(ns, xs);
+  EXPECT_EQ(is.to_vector<int32_t>(), (std::vector<int32_t>{0, 3, 1, 5}));
+  expect_close(ys,
+               unrolled(4, [&](int64_t i) { return f(example(ns, i), example(xs, i)).second; }));
+  // x shared: it becomes batched because the lanes stop at different steps; under jit too.
+  const Array x = example(xs, 2);
+  auto [is2, ys2] = jit(vmap(f, {0, not_mapped}))(ns, x);
+  EXPECT_EQ(is2.to_vector<int32_t>(), (std::vector<int32_t>{0, 3, 1, 5}));
+  expect_close(ys2, unrolled(4, [&](int64_t i) { return f(example(ns, i), x).second; }));
+  // The predicate depending on the batched carry (halving until below a per-lane bound).
+  auto h = [](const Array& v) {
+    return lax::while_loop(
+        [](const Array& a) { return lax::gt(jnp::sum(jnp::abs(a)), scalar(0.1, DType::F32)); },
+        [](const Array& a) { return a * 0.5; }, v);
+  };
+  const Array vs = rnd({5, 3}, 38) * 4.0;
+  expect_close(vmap(h)(vs), unrolled(5, [&](int64_t i) { return h(example(vs, i)); }));
+}
+
+TEST(Vmap, ScanAndPerExampleGradOfScan) {
+  const Array w = rnd({3}, 39);
+  auto f = [&](const Array& c0, const Array& xs) {
+    return lax::scan(
+        [&](const Array& c, const Array& x) {
+          const Array n = jnp::tanh(c * w + x);
+          return std::make_pair(n, jnp::sum(n * x));
+        },
+        c0, xs);
+  };
+  const Array c0s = rnd({4, 3}, 40), xss = rnd({4, 5, 3}, 41);
+  auto [cs, ys] = vmap(f)(c0s, xss);
+  expect_close(cs,
+               unrolled(4, [&](int64_t i) { return f(example(c0s, i), example(xss, i)).first; }));
+  expect_close(ys,
+               unrolled(4, [&](int64_t i) { return f(example(c0s, i), example(xss, i)).second; }));
+  // xs mapped along axis 1, the initial carry shared.
+  const Array c0 = example(c0s, 0), xs1 = jnp::moveaxis(xss, 0, 1);
+  expect_close(vmap(f, {not_mapped, 1})(c0, xs1).second,
+               unrolled(4, [&](int64_t i) { return f(c0, example(xss, i)).second; }));
+  // Per-example gradients: grad's backward scans batched.
+  auto loss = [&](const Array& c, const Array& xs) { return jnp::sum(f(c, xs).second); };
+  expect_close(vmap(grad(loss))(c0s, xss), unrolled(4, [&](int64_t i) {
+                 return grad(loss)(example(c0s, i), example(xss, i));
+               }));
+  // grad of vmap: the batched scan is still a scan, so it is reverse-differentiable; the loss is
+  // a sum over examples, so row i of its gradient is example i's.
+  auto total = [&](const Array& c, const Array& x) { return jnp::sum(vmap(f)(c, x).second); };
+  const auto [gc, gx] = grad(total, argnums<0, 1>)(c0s, xss);
+  expect_close(
+      gc, unrolled(4, [&](int64_t i) { return grad(loss)(example(c0s, i), example(xss, i)); }));
+  expect_close(gx, unrolled(4, [&](int64_t i) {
+                 return grad(loss, argnums<1>)(example(c0s, i), example(xss, i));
+               }));
+}
+
+// cond / switch with a batched index select per lane; with a shared index each branch is
+// batched.
+TEST(Vmap, CondAndSwitch) {
+  auto f = [](const Array& x) {
+    return lax::cond(
+        lax::gt(jnp::sum(x), scalar(0.0, DType::F32)),
+        [](const Array& v) { return jnp::sin(v) * 2.0; }, [](const Array& v) { return v - 1.0; },
+        x);
+  };
+  const Array xs = rnd({6, 3}, 42);
+  expect_close(vmap(f)(xs), unrolled(6, [&](int64_t i) { return f(example(xs, i)); }));
+  std::vector<std::function<Array(const Array&)>> branches{
+      [](const Array& v) { return v + 1.0; }, [](const Array& v) { return v * 3.0; },
+      [](const Array& v) { return jnp::cos(v); }};
+  auto g = [&](const Array& i, const Array& x) { return lax::switch_(i, branches, x); };
+  const Array is = array(HostTensor::from_vector(std::vector<int32_t>{2, 0, -1, 1, 7, 1}, {6}));
+  expect_close(vmap(g)(is, xs),
+               unrolled(6, [&](int64_t i) { return g(example(is, i), example(xs, i)); }));
+  const Array x = example(xs, 3);
+  expect_close(jit(vmap(g, {0, not_mapped}))(is, x),
+               unrolled(6, [&](int64_t i) { return g(example(is, i), x); }));
+  // Shared index, branches closing over the mapped value; under grad of vmap.
+  auto h = [&](const Array& p, const Array& v) {
+    return lax::cond(
+        p, [&](const Array& s) { return s * v; }, [&](const Array& s) { return s + jnp::sin(v); },
+        lax::full({3}, 2.0, DType::F32));
+  };
+  for (bool p : {true, false}) {
+    const Array pa = scalar(p);
+    expect_close(vmap(h, {not_mapped, 0})(pa, xs),
+                 unrolled(6, [&](int64_t i) { return h(pa, example(xs, i)); }));
+    auto total = [&](const Array& v) { return jnp::sum(vmap(h, {not_mapped, 0})(pa, v)); };
+    expect_close(grad(total)(xs), p ? jnp::full_like(xs, 2.0) : jnp::cos(xs));
   }
 }
 

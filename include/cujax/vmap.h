@@ -94,6 +94,8 @@ struct BatchArgs {
   std::vector<Array> operands;
   std::vector<Bdim> bdims;
   int64_t size;
+  // The batched form of any value visible at the op: for the values its regions capture.
+  std::function<Batched(ir::Value*)> lookup;
 };
 // Returns one Batched per result: the result with the batch dimension where bdim says (the
 // rule's choice), or unbatched. At least one operand is batched. Must use the public ops.

@@ -1,8 +1,10 @@
 // vmap on the traced IR: in_axes/out_axes resolution, the size check, the forward batching walk,
 // the rule registry and the helpers the rule files share.
+#include <algorithm>
 #include <mutex>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "trace/autodiff_markers.h"
 #include "trace/batching_rules.h"
@@ -49,6 +51,7 @@ batching::Rules& rules() {
     batching::register_shape_rules(x);
     batching::register_reduction_rules(x);
     batching::register_window_rules(x);
+    batching::register_control_rules(x);
     return x;
   }();
   return r;
@@ -125,34 +128,59 @@ Array place_output(const Batched& y, Axis out_axis, int64_t size, const Array& t
   return with_weak_type(batching::batch_at(y.value, y.bdim, size, a), traced.weak_type());
 }
 
-std::vector<Batched> batch(const std::vector<ir::Operation*>& ops,
-                           const std::vector<Array>& stand_ins, const std::vector<Batched>& inputs,
-                           const std::vector<Array>& outputs, int64_t size) {
-  TraceContext* tc = current_trace();
-  if (!tc) throw Error("vmap needs an active trace");
+namespace {
+
+// The forward batching walk. At the top level (no outer lookup) an op on unbatched values is
+// kept as recorded; inside a region being re-recorded every op is emitted again.
+struct Walk {
+  TraceContext& tc;
+  int64_t size;
+  std::function<Batched(ir::Value*)> outer;
   std::unordered_map<const ir::Value*, Batched> env;
-  for (size_t i = 0; i < stand_ins.size(); ++i) env[tc->value_of(stand_ins[i])] = inputs[i];
-  for (ir::Operation* op : ops) {
-    bool batched = false;
-    for (ir::Value* v : op->operands) {
-      auto it = env.find(v);
-      batched = batched || (it != env.end() && it->second.bdim);
-    }
+  // In a region: the values defined in its block. An op using one that env lacks is skipped
+  // (as replay does), so are its users.
+  std::unordered_set<const ir::Value*> local;
+
+  Batched get(ir::Value* v) const {
+    auto it = env.find(v);
+    if (it != env.end()) return it->second;
+    return outer ? outer(v) : Batched{tc.tracer(v, false), std::nullopt};
+  }
+  bool batched(ir::Value* v) const {
+    auto it = env.find(v);
+    if (it != env.end()) return it->second.bdim.has_value();
+    return outer && outer(v).bdim.has_value();
+  }
+
+  void run(ir::Operation* op) {
+    bool any = false;
+    for (ir::Value* v : op->operands) any = any || batched(v);
     // A region closing over a batched value (a loop body using a mapped argument) makes the op
     // batched too, else it would be kept with the unbatched stand-in.
-    if (!batched && !op->regions.empty())
-      for (ir::Value* v : region_captures(*op)) {
-        auto it = env.find(v);
-        batched = batched || (it != env.end() && it->second.bdim);
-      }
-    // An op on unbatched values is the same for every example: keep it as recorded.
-    if (!batched) continue;
+    const std::vector<ir::Value*> captures =
+        op->regions.empty() ? std::vector<ir::Value*>{} : region_captures(*op);
+    for (ir::Value* v : captures) any = any || batched(v);
+    auto missing = [&](ir::Value* v) { return local.count(v) && !env.count(v); };
+    if (std::any_of(op->operands.begin(), op->operands.end(), missing) ||
+        std::any_of(captures.begin(), captures.end(), missing))
+      return;
+    if (!any) {
+      // An op on unbatched values is the same for every example: keep it as recorded.
+      if (!outer) return;
+      std::vector<Array> operands;
+      for (ir::Value* v : op->operands) operands.push_back(get(v).value);
+      std::unordered_map<const ir::Value*, ir::Value*> map;
+      for (ir::Value* v : captures) map[v] = tc.value_of(get(v).value);
+      const std::vector<Array> rs = replay_op(*op, operands, map);
+      for (size_t i = 0; i < rs.size(); ++i) env[op->result(i)] = Batched{rs[i], std::nullopt};
+      return;
+    }
     if (is_custom_vjp_marker(op))
       throw Error("vmap of a custom_vjp function under grad is not supported yet");
     if (is_stop_gradient_marker(op)) {
-      const Batched& x = env.at(op->operands[0]);
+      const Batched x = get(op->operands[0]);
       env[op->result(0)] = Batched{stop_gradient(x.value), x.bdim};
-      continue;
+      return;
     }
     BatchRule rule;
     {
@@ -161,11 +189,11 @@ std::vector<Batched> batch(const std::vector<ir::Operation*>& ops,
       if (r != rules().end()) rule = r->second;
     }
     if (!rule) throw Error("vmap: no batching rule for " + op->name);
-    BatchArgs args{*tc, *op, {}, {}, size};
+    BatchArgs args{tc, *op, {}, {}, size, [this](ir::Value* v) { return get(v); }};
     for (ir::Value* v : op->operands) {
-      auto it = env.find(v);
-      args.operands.push_back(it != env.end() ? it->second.value : tc->tracer(v, false));
-      args.bdims.push_back(it != env.end() ? it->second.bdim : std::nullopt);
+      const Batched b = get(v);
+      args.operands.push_back(b.value);
+      args.bdims.push_back(b.bdim);
     }
     const std::vector<Batched> rs = rule(args);
     if (rs.size() != op->num_results())
@@ -189,11 +217,23 @@ std::vector<Batched> batch(const std::vector<ir::Operation*>& ops,
       env[op->result(i)] = rs[i];
     }
   }
+};
+
+}  // namespace
+
+std::vector<Batched> batch(const std::vector<ir::Operation*>& ops,
+                           const std::vector<Array>& stand_ins, const std::vector<Batched>& inputs,
+                           const std::vector<Array>& outputs, int64_t size) {
+  TraceContext* tc = current_trace();
+  if (!tc) throw Error("vmap needs an active trace");
+  Walk w{*tc, size, nullptr, {}, {}};
+  for (size_t i = 0; i < stand_ins.size(); ++i) w.env[tc->value_of(stand_ins[i])] = inputs[i];
+  for (ir::Operation* op : ops) w.run(op);
   std::vector<Batched> out;
   for (const Array& y : outputs) {
     if (!y.valid()) throw Error("vmap: the function returned an uninitialized Array");
-    auto it = y.is_tracer() ? env.find(tc->value_of(y)) : env.end();
-    out.push_back(it != env.end() ? it->second : Batched{y, std::nullopt});
+    auto it = y.is_tracer() ? w.env.find(tc->value_of(y)) : w.env.end();
+    out.push_back(it != w.env.end() ? it->second : Batched{y, std::nullopt});
   }
   return out;
 }
@@ -288,6 +328,69 @@ lax::Computation region_computation(const ir::Operation& op) {
     }
     throw Error("internal error: a region without stablehlo.return");
   };
+}
+
+std::vector<Batched> batch_values(const ir::Block& block,
+                                  const std::unordered_map<const ir::Value*, Batched>& seeds,
+                                  const std::vector<const ir::Value*>& outputs, const Lookup& outer,
+                                  int64_t size) {
+  TraceContext* tc = current_trace();
+  if (!tc) throw Error("internal error: vmap needs an active trace");
+  Walk w{*tc, size, outer, seeds, {}};
+  for (const auto& a : block.arguments) w.local.insert(a.get());
+  for (const auto& op : block.ops)
+    for (const auto& r : op->results) w.local.insert(r.get());
+  for (const auto& op : block.ops)
+    if (op->name != "stablehlo.return" &&
+        (op->results.empty() ||
+         !std::all_of(op->results.begin(), op->results.end(),
+                      [&](const auto& r) { return seeds.count(r.get()) > 0; })))
+      w.run(op.get());
+  std::vector<Batched> out;
+  for (const ir::Value* v : outputs) {
+    if (w.local.count(v) && !w.env.count(v))
+      throw Error("internal error: vmap could not batch a value of a region from the given ones");
+    out.push_back(w.get(const_cast<ir::Value*>(v)));
+  }
+  return out;
+}
+
+std::vector<Batched> batch_block(const ir::Block& block, const std::vector<Batched>& args,
+                                 const Lookup& outer, int64_t size) {
+  std::unordered_map<const ir::Value*, Batched> seeds;
+  for (size_t i = 0; i < args.size(); ++i) seeds[block.arguments.at(i).get()] = args[i];
+  const ir::Operation& ret = *block.ops.back();
+  if (ret.name != "stablehlo.return")
+    throw Error("internal error: a region without stablehlo.return");
+  return batch_values(block, seeds, {ret.operands.begin(), ret.operands.end()}, outer, size);
+}
+
+std::vector<bool> batched_results(const ir::Block& block, const std::vector<bool>& args,
+                                  const Lookup& outer) {
+  std::unordered_set<const ir::Value*> local, batched;
+  for (size_t i = 0; i < block.arguments.size(); ++i) {
+    local.insert(block.arguments[i].get());
+    if (args.at(i)) batched.insert(block.arguments[i].get());
+  }
+  auto is_batched = [&](ir::Value* v) {
+    return local.count(v) ? batched.count(v) > 0 : outer(v).bdim.has_value();
+  };
+  for (const auto& op : block.ops) {
+    bool any = false;
+    for (ir::Value* v : op->operands) any = any || is_batched(v);
+    if (op->name == "stablehlo.return") {
+      std::vector<bool> out;
+      for (ir::Value* v : op->operands) out.push_back(is_batched(v));
+      return out;
+    }
+    if (!op->regions.empty())
+      for (ir::Value* v : region_captures(*op)) any = any || is_batched(v);
+    for (const auto& r : op->results) {
+      local.insert(r.get());
+      if (any) batched.insert(r.get());
+    }
+  }
+  throw Error("internal error: a region without stablehlo.return");
 }
 
 void unsupported(const ir::Operation& op, const std::string& what) {

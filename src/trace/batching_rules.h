@@ -2,6 +2,7 @@
 // files.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,6 +18,9 @@ void register_elementwise_rules(Rules& rules);
 void register_shape_rules(Rules& rules);
 void register_reduction_rules(Rules& rules);
 void register_window_rules(Rules& rules);
+void register_control_rules(Rules& rules);
+
+using Lookup = std::function<Batched(ir::Value*)>;
 
 // Moves dimension `from` of x to position `to` (a transpose; x itself when from == to).
 Array move_axis(const Array& x, int64_t from, int64_t to);
@@ -42,6 +46,25 @@ std::vector<ir::Type> batched_types(const ir::Operation& op, int64_t size, int64
 // The computation of the op's first region (a reduce body, a scatter combiner), replayed on
 // new arguments: for lax::reduce, lax::reduce_window and lax::scatter_apply.
 lax::Computation region_computation(const ir::Operation& op);
+
+// Batches the ops of a region's block into the block being traced (a new region, or the current
+// block to inline it): `args` stand for the block's arguments, values from outside come from
+// `outer` (BatchArgs::lookup). Every op is recorded again, unbatched ones as they are. Returns
+// the batched stablehlo.return operands.
+std::vector<Batched> batch_block(const ir::Block& block, const std::vector<Batched>& args,
+                                 const Lookup& outer, int64_t size);
+// The batched form of `outputs`, values of `block`, given those of `seeds` (values of the block
+// whose producing ops are then not recorded again); ops that need a value of the block neither
+// seeded nor computed from the seeds are skipped. For a scan's f inside its loop body.
+std::vector<Batched> batch_values(const ir::Block& block,
+                                  const std::unordered_map<const ir::Value*, Batched>& seeds,
+                                  const std::vector<const ir::Value*>& outputs, const Lookup& outer,
+                                  int64_t size);
+// Which of the block's stablehlo.return operands depend on a batched value, given which block
+// arguments are batched (`outer` for the rest). Conservative, as every rule batches a result
+// when an operand is batched: the values a loop carries must not be found batched later.
+std::vector<bool> batched_results(const ir::Block& block, const std::vector<bool>& args,
+                                  const Lookup& outer);
 
 // "vmap: no batching rule for <op> with <what>".
 [[noreturn]] void unsupported(const ir::Operation& op, const std::string& what);

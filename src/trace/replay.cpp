@@ -43,6 +43,24 @@ Array replayed(const ValueEnv& env, const ir::Value* v) {
   return tc->tracer(const_cast<ir::Value*>(v), false);
 }
 
+std::vector<Array> replay_op(const ir::Operation& op, const std::vector<Array>& operands,
+                             const std::unordered_map<const ir::Value*, ir::Value*>& captures) {
+  if (is_stop_gradient_marker(&op)) return {cujax::stop_gradient(operands[0])};
+  auto map = std::make_shared<std::unordered_map<const ir::Value*, ir::Value*>>(captures);
+  OpSpec s;
+  s.name = op.name;
+  s.attributes = op.attributes;
+  for (const auto& r : op.results) s.result_types.push_back(r->type);
+  for (const auto& region : op.regions) {
+    const ir::Region* src = region.get();
+    s.regions.push_back(
+        [src, map](TraceContext&, ir::Block& b) { vjp::clone_block(src->front(), b, *map); });
+  }
+  const std::vector<Array> rs = trace::bind(s, operands);
+  if (!rs.empty()) vjp::copy_annotations(op, *rs[0].tracer_value()->defining_op, *map);
+  return rs;
+}
+
 std::vector<Array> replay(const ir::Block& block, ValueEnv& env) {
   TraceContext* tc = current_trace();
   if (!tc) throw Error("internal error: replay needs an active trace");
@@ -64,25 +82,11 @@ std::vector<Array> replay(const ir::Block& block, ValueEnv& env) {
     if (!ok) continue;
     std::vector<Array> operands;
     for (ir::Value* v : op->operands) operands.push_back(replayed(env, v));
-    if (is_stop_gradient_marker(op.get())) {
-      env[op->result(0)] = cujax::stop_gradient(operands[0]);
-      continue;
-    }
     // Captures that were replayed are remapped inside the copied regions.
-    auto map = std::make_shared<std::unordered_map<const ir::Value*, ir::Value*>>();
+    std::unordered_map<const ir::Value*, ir::Value*> map;
     for (ir::Value* v : captures)
-      if (env.count(v)) (*map)[v] = tc->value_of(env.at(v));
-    OpSpec s;
-    s.name = op->name;
-    s.attributes = op->attributes;
-    for (const auto& r : op->results) s.result_types.push_back(r->type);
-    for (const auto& region : op->regions) {
-      const ir::Region* src = region.get();
-      s.regions.push_back(
-          [src, map](TraceContext&, ir::Block& b) { vjp::clone_block(src->front(), b, *map); });
-    }
-    const std::vector<Array> rs = trace::bind(s, operands);
-    if (!rs.empty()) vjp::copy_annotations(*op, *rs[0].tracer_value()->defining_op, *map);
+      if (env.count(v)) map[v] = tc->value_of(env.at(v));
+    const std::vector<Array> rs = replay_op(*op, operands, map);
     for (size_t i = 0; i < rs.size(); ++i) env[op->result(i)] = rs[i];
   }
   throw Error("internal error: a region without stablehlo.return");

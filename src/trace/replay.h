@@ -21,6 +21,11 @@ using ValueEnv = std::unordered_map<const ir::Value*, Array>;
 // stop_gradient markers and scan records carried over.
 std::vector<Array> replay(const ir::Block& block, ValueEnv& env);
 
+// Records `op` again on `operands`, its regions copied with `captures` remapping the values they
+// use from outside (a stop_gradient marker becomes stop_gradient; scan records carried over).
+std::vector<Array> replay_op(const ir::Operation& op, const std::vector<Array>& operands,
+                             const std::unordered_map<const ir::Value*, ir::Value*>& captures);
+
 // The value standing for v after replay: env's entry, or v itself when v is from outside.
 Array replayed(const ValueEnv& env, const ir::Value* v);
 
