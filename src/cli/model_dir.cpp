@@ -29,24 +29,29 @@ void write_model_config(const std::string& model_dir, const models::TransformerC
                                  json::dump(v, 2) + "\n");
 }
 
+void read_config_section(const std::string& model_dir, const std::string& section,
+                         const std::string& missing,
+                         const std::function<void(const json::Value&)>& read) {
+  const fs::path path = fs::path(model_dir) / "config.json";
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read " + path.string() + ": " + missing);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    read(json::parse(text.str(), path.string()).at(section));
+  } catch (const Error& e) {
+    throw UsageError(path.string() + ": " + e.what());
+  }
+}
+
 LoadedModel load_model_dir(const std::string& model_dir) {
-  const fs::path config_path = fs::path(model_dir) / "config.json";
   if (!fs::is_directory(model_dir))
     throw UsageError("model directory " + model_dir +
                      " does not exist (train one with cujax train --out " + model_dir + ")");
-  std::ifstream in(config_path);
-  if (!in)
-    throw UsageError("cannot read " + config_path.string() +
-                     ": not a cujax train output directory");
-  std::stringstream text;
-  text << in.rdbuf();
   LoadedModel m;
-  try {
-    m.config = models::TransformerConfig::from_json(
-        json::parse(text.str(), config_path.string()).at("model"));
-  } catch (const Error& e) {
-    throw UsageError(config_path.string() + ": " + e.what());
-  }
+  read_config_section(
+      model_dir, "model", "not a cujax train output directory",
+      [&](const json::Value& v) { m.config = models::TransformerConfig::from_json(v); });
   checkpoint::CheckpointManager manager(checkpoints_dir(model_dir));
   const auto step = manager.latest_step();
   if (!step) throw UsageError("no complete checkpoint in " + checkpoints_dir(model_dir));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,11 @@ std::string opt_state_dir(const std::string& model_dir);
 // Writes DIR/config.json atomically.
 void write_model_config(const std::string& model_dir, const models::TransformerConfig& config,
                         const json::Value& train_options);
+// Hands the `section` ("model" or "train") of DIR/config.json to `read`. UsageError naming the
+// file when it cannot be read (`missing` says why that matters) or when it or `read` fails.
+void read_config_section(const std::string& model_dir, const std::string& section,
+                         const std::string& missing,
+                         const std::function<void(const json::Value&)>& read);
 // The model of DIR with the parameters of its latest checkpoint. UsageError naming the path
 // when DIR, its config or a complete checkpoint is missing.
 LoadedModel load_model_dir(const std::string& model_dir);

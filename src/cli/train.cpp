@@ -118,18 +118,10 @@ struct RunOptions {
 };
 
 RunOptions stored_run(const std::string& out) {
-  const fs::path path = fs::path(out) / "config.json";
-  std::ifstream in(path);
-  if (!in)
-    throw UsageError("--resume: cannot read " + path.string() + " (no run to resume in " + out +
-                     ")");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return RunOptions::from_json(json::parse(text.str(), path.string()).at("train"));
-  } catch (const Error& e) {
-    throw UsageError(path.string() + ": " + e.what());
-  }
+  RunOptions run;
+  read_config_section(out, "train", "--resume finds no run to resume in " + out,
+                      [&](const json::Value& v) { run = RunOptions::from_json(v); });
+  return run;
 }
 
 // The rows of an earlier metrics.csv (a resumed run appends to them).
