@@ -273,6 +273,67 @@ CUJAX_EW_FLOAT_UNARY(Tanh, true, math::tanh(x))
 #undef CUJAX_EW_FLOAT_UNARY
 // clang-format on
 
+#ifndef __CUDA_ARCH__
+// f32 exp and tanh on the host without a libm call. They keep the contract of the generic path
+// (a double result rounded once to f32, so within an ULP) but get the double result from short
+// polynomials with a relative error below 1e-13, far under half an f32 ULP (6e-8), that the
+// compiler can inline and vectorize: libm's double exp and tanh were 15% of a training step.
+namespace fast {
+
+// e^x for |x| <= 708: x = k ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^11
+// (truncation below 7e-15), times 2^k built in the exponent bits.
+inline double exp(double x) {
+  x = x > -708.0 ? (x < 708.0 ? x : 708.0) : -708.0;  // NaN -> -708: callers handle NaN
+  constexpr double kLog2e = 1.4426950408889634;
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;  // ln 2 split so k * kLn2Hi is exact
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;
+  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+  const double shifted = x * kLog2e + kRound;
+  const double kd = shifted - kRound;
+  // k from the bits of `shifted`: integer ops, which vectorize where a conversion does not.
+  const int64_t k = std::bit_cast<int64_t>(shifted) - std::bit_cast<int64_t>(kRound);
+  const double r = (x - kd * kLn2Hi) - kd * kLn2Lo;
+  // Estrin's scheme: a shorter dependency chain than Horner's for the same terms.
+  const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+  const double p01 = 1.0 + r, p23 = 0.5 + r * (1.0 / 6), p45 = 1.0 / 24 + r * (1.0 / 120);
+  const double p67 = 1.0 / 720 + r * (1.0 / 5040), p89 = 1.0 / 40320 + r * (1.0 / 362880);
+  const double pab = 1.0 / 3628800 + r * (1.0 / 39916800);
+  const double p = (p01 + r2 * p23) + r4 * (p45 + r2 * p67) + r8 * (p89 + r2 * pab);
+  return p * std::bit_cast<double>(static_cast<uint64_t>(k + 1023) << 52);
+}
+
+// tanh(|x|) is (1 - e) / (1 + e) with e = e^(-2|x|), which loses no accuracy for |x| >= 1/8;
+// below that its odd Taylor series to x^13 is exact to 1e-16.
+inline double tanh(double x) {
+  const double a = x < 0 ? -x : x;
+  const double a2 = a * a;
+  double s = -929569.0 / 638512875;
+  s = s * a2 + 21844.0 / 6081075;
+  s = s * a2 - 1382.0 / 155925;
+  s = s * a2 + 62.0 / 2835;
+  s = s * a2 - 17.0 / 315;
+  s = s * a2 + 2.0 / 15;
+  s = s * a2 - 1.0 / 3;
+  const double series = a + a * a2 * s;
+  const double e = fast::exp(-2.0 * (a > 20.0 ? 20.0 : a));
+  const double large = (1.0 - e) / (1.0 + e);
+  // Both forms are computed and one selected, so the loop has no branches and vectorizes.
+  const double t = a < 0.125 ? series : large;
+  return x < 0 ? -t : (x > 0 ? t : x);  // tanh(+-0) = +-0; NaN stays NaN
+}
+
+}  // namespace fast
+
+// Picked by ew::apply(F{}, x) for f32 storage over the generic template.
+inline float apply(const Exp&, float x) {
+  const float y = static_cast<float>(fast::exp(x));
+  return x != x ? x : y;
+}
+inline float apply(const Tanh&, float x) {
+  return static_cast<float>(fast::tanh(x));
+}
+#endif
+
 // |x|; the most negative integer stays itself (two's complement wrap). Unsigned: identity.
 struct Abs {
   static constexpr unsigned kTypes = kNumeric;

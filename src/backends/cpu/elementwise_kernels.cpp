@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/common/elementwise.h"
+#include "backends/cpu/elementwise_ops.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 
@@ -209,25 +210,6 @@ Kernel reduce_precision_kernel(const ir::Operation& op, Compiler&) {
 // ---------------------------------------------------------------------------------------------
 // compare
 
-template <class Fn>
-void with_direction(ew::CompareDirection d, Fn&& fn) {
-  using D = ew::CompareDirection;
-  switch (d) {
-    case D::EQ:
-      return fn(std::integral_constant<D, D::EQ>{});
-    case D::NE:
-      return fn(std::integral_constant<D, D::NE>{});
-    case D::GE:
-      return fn(std::integral_constant<D, D::GE>{});
-    case D::GT:
-      return fn(std::integral_constant<D, D::GT>{});
-    case D::LE:
-      return fn(std::integral_constant<D, D::LE>{});
-    case D::LT:
-      return fn(std::integral_constant<D, D::LT>{});
-  }
-}
-
 Kernel compare_kernel(const ir::Operation& op, Compiler&) {
   require_arity(op, 2);
   const ir::Type& a = operand_type(op, 0);
@@ -241,22 +223,10 @@ Kernel compare_kernel(const ir::Operation& op, Compiler&) {
   if (!dir_attr || dir_attr->kind != ir::Attribute::Kind::Enum)
     unsupported(op, "needs a comparison_direction");
   const std::string& d = dir_attr->enum_value;
+  const std::optional<ew::CompareDirection> parsed = parse_compare_direction(d);
+  if (!parsed) unsupported(op, "unknown comparison_direction " + d);
+  const ew::CompareDirection dir = *parsed;
   using D = ew::CompareDirection;
-  D dir;
-  if (d == "EQ")
-    dir = D::EQ;
-  else if (d == "NE")
-    dir = D::NE;
-  else if (d == "GE")
-    dir = D::GE;
-  else if (d == "GT")
-    dir = D::GT;
-  else if (d == "LE")
-    dir = D::LE;
-  else if (d == "LT")
-    dir = D::LT;
-  else
-    unsupported(op, "unknown comparison_direction " + d);
 
   std::string compare_type;
   if (const ir::Attribute* ct = op.attr("compare_type")) {
@@ -467,49 +437,18 @@ Kernel bitcast_convert_kernel(const ir::Operation& op, Compiler&) {
 
 void register_elementwise_kernels(KernelRegistry& r) {
   // Unary math.
-  r.add("stablehlo.abs", unary_kernel<ew::Abs>);
-  r.add("stablehlo.cbrt", unary_kernel<ew::Cbrt>);
-  r.add("stablehlo.ceil", unary_kernel<ew::Ceil>);
-  r.add("stablehlo.cosine", unary_kernel<ew::Cos>);
-  r.add("stablehlo.count_leading_zeros", unary_kernel<ew::CountLeadingZeros>);
-  r.add("stablehlo.exponential", unary_kernel<ew::Exp>);
-  r.add("stablehlo.exponential_minus_one", unary_kernel<ew::Expm1>);
-  r.add("stablehlo.floor", unary_kernel<ew::Floor>);
-  r.add("stablehlo.log", unary_kernel<ew::Log>);
-  r.add("stablehlo.log_plus_one", unary_kernel<ew::Log1p>);
-  r.add("stablehlo.logistic", unary_kernel<ew::Logistic>);
-  r.add("stablehlo.negate", unary_kernel<ew::Negate>);
-  r.add("stablehlo.not", unary_kernel<ew::Not>);
-  r.add("stablehlo.popcnt", unary_kernel<ew::Popcnt>);
-  r.add("stablehlo.round_nearest_afz", unary_kernel<ew::RoundNearestAfz>);
-  r.add("stablehlo.round_nearest_even", unary_kernel<ew::RoundNearestEven>);
-  r.add("stablehlo.rsqrt", unary_kernel<ew::Rsqrt>);
-  r.add("stablehlo.sign", unary_kernel<ew::Sign>);
-  r.add("stablehlo.sine", unary_kernel<ew::Sin>);
-  r.add("stablehlo.sqrt", unary_kernel<ew::Sqrt>);
-  r.add("stablehlo.tan", unary_kernel<ew::Tan>);
-  r.add("stablehlo.tanh", unary_kernel<ew::Tanh>);
+#define CUJAX_ADD_UNARY(name, F) r.add(name, unary_kernel<ew::F>);
+  CUJAX_CPU_UNARY_OPS(CUJAX_ADD_UNARY)
+#undef CUJAX_ADD_UNARY
   r.add("stablehlo.is_finite", is_finite_kernel);
   r.add("stablehlo.real", real_imag_kernel);
   r.add("stablehlo.imag", real_imag_kernel);
   r.add("stablehlo.reduce_precision", reduce_precision_kernel);
 
   // Binary math, logic and bit ops.
-  r.add("stablehlo.add", binary_kernel<ew::Add>);
-  r.add("stablehlo.and", binary_kernel<ew::And>);
-  r.add("stablehlo.atan2", binary_kernel<ew::Atan2>);
-  r.add("stablehlo.divide", binary_kernel<ew::Divide>);
-  r.add("stablehlo.maximum", binary_kernel<ew::Maximum>);
-  r.add("stablehlo.minimum", binary_kernel<ew::Minimum>);
-  r.add("stablehlo.multiply", binary_kernel<ew::Multiply>);
-  r.add("stablehlo.or", binary_kernel<ew::Or>);
-  r.add("stablehlo.power", binary_kernel<ew::Power>);
-  r.add("stablehlo.remainder", binary_kernel<ew::Remainder>);
-  r.add("stablehlo.shift_left", binary_kernel<ew::ShiftLeft>);
-  r.add("stablehlo.shift_right_arithmetic", binary_kernel<ew::ShiftRightArithmetic>);
-  r.add("stablehlo.shift_right_logical", binary_kernel<ew::ShiftRightLogical>);
-  r.add("stablehlo.subtract", binary_kernel<ew::Subtract>);
-  r.add("stablehlo.xor", binary_kernel<ew::Xor>);
+#define CUJAX_ADD_BINARY(name, F) r.add(name, binary_kernel<ew::F>);
+  CUJAX_CPU_BINARY_OPS(CUJAX_ADD_BINARY)
+#undef CUJAX_ADD_BINARY
 
   r.add("stablehlo.compare", compare_kernel);
   r.add("stablehlo.select", select_kernel);

@@ -1,5 +1,6 @@
 #include <unordered_map>
 
+#include "backends/cpu/fusion.h"
 #include "backends/cpu/kernels.h"
 
 namespace cujax::cpu {
@@ -89,10 +90,30 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
   const ir::Operation* terminator = block.terminator();
   const bool has_terminator =
       terminator && (terminator->name == "func.return" || terminator->name == "stablehlo.return");
-  const size_t num_steps = block.ops.size() - (has_terminator ? 1 : 0);
-  std::unordered_map<int, size_t> last_use;
-  for (size_t i = 0; i < num_steps; ++i) {
+  const size_t num_ops = block.ops.size() - (has_terminator ? 1 : 0);
+  const FusionPlan fusion = fusion_enabled() ? plan_fusion(block, num_ops) : FusionPlan{};
+  std::unordered_map<int, size_t> last_use;  // slot -> index of the last step reading it
+  auto add_step = [&](Program::Step step, const ir::Operation& op,
+                      std::span<const ir::Value* const> uses,
+                      std::span<const ir::Value* const> results) {
+    for (const ir::Value* v : uses) {
+      step.inputs.push_back(slot(op, v));
+      last_use[step.inputs.back()] = program->steps_.size();
+    }
+    for (const ir::Value* r : results) step.outputs.push_back(new_slot(r));
+    program->steps_.push_back(std::move(step));
+  };
+  for (size_t i = 0; i < num_ops; ++i) {
     const ir::Operation& op = *block.ops[i];
+    if (!fusion.step_at.empty() && fusion.step_at[i] >= 0) {
+      const FusedStep& fused = fusion.steps[fusion.step_at[i]];
+      Program::Step step;
+      step.where = fused.where;
+      step.kernel = fused.kernel;
+      add_step(std::move(step), op, fused.inputs, fused.outputs);
+      continue;
+    }
+    if (!fusion.absorbed.empty() && fusion.absorbed[i]) continue;
     const KernelFactory* factory = kernel_registry().find(op.name);
     if (!factory) unsupported(op, "op is not supported by the cpu backend");
     Program::Step step;
@@ -100,13 +121,10 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
     std::vector<const ir::Value*> uses(op.operands.begin(), op.operands.end());
     if (!op.regions.empty())
       for (const ir::Value* v : captured_values(op)) uses.push_back(v);
-    for (const ir::Value* v : uses) {
-      step.inputs.push_back(slot(op, v));
-      last_use[step.inputs.back()] = i;
-    }
-    for (const auto& r : op.results) step.outputs.push_back(new_slot(r.get()));
+    std::vector<const ir::Value*> results;
+    for (const auto& r : op.results) results.push_back(r.get());
     step.kernel = (*factory)(op, *this);
-    program->steps_.push_back(std::move(step));
+    add_step(std::move(step), op, uses, results);
   }
   if (has_terminator)
     for (const ir::Value* v : terminator->operands)

@@ -1,0 +1,196 @@
+// Element-wise fusion in the CPU backend: fused programs must give bit-identical results to the
+// per-op kernels (the same functors run in the same order), including broadcast views, values
+// used after a fused run, predicates, and sizes that split across tiles and threads.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "backends/cpu/fusion.h"
+#include "cujax/ir/parser.h"
+#include "cujax/runtime/backend.h"
+
+namespace cujax {
+namespace {
+
+HostTensor random_f32(const Shape& shape, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> v(static_cast<size_t>(num_elements(shape)));
+  for (float& x : v) x = normal(gen);
+  return HostTensor::from_vector(v, shape);
+}
+
+std::vector<HostTensor> run(const std::string& text, const std::vector<HostTensor>& args,
+                            bool fused) {
+  cpu::set_fusion_enabled(fused);
+  auto module = ir::parse_module(text);
+  auto exe = runtime::get_backend("cpu").compile(*module, "main");
+  auto out = exe->execute(args);
+  cpu::set_fusion_enabled(true);
+  return out;
+}
+
+void expect_bit_identical(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].type_string(), b[i].type_string()) << "result " << i;
+    EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].nbytes()), 0) << "result " << i;
+  }
+}
+
+cpu::FusionPlan plan_of(const std::string& text) {
+  auto module = ir::parse_module(text);
+  const ir::Block& block = module->lookup("main")->body.front();
+  return cpu::plan_fusion(block, block.ops.size() - 1);
+}
+
+// GELU (tanh form) with a bias: splat constants, a trailing-dimension bias view, the bias-add
+// result used again after the run (as the backward pass does), then a reduce that cannot fuse.
+std::string gelu_module(const std::string& s, const std::string& bias) {
+  const std::string t = "tensor<" + s + "xf32>";
+  return R"(
+func.func public @main(%x: )" +
+         t + R"(, %b: tensor<)" + bias + R"(xf32>) -> ()" + t + ", " + t +
+         R"(, tensor<f32>) {
+  %half = stablehlo.constant dense<5.000000e-01> : tensor<f32>
+  %c = stablehlo.constant dense<4.471500e-02> : tensor<f32>
+  %k = stablehlo.constant dense<0.797884583> : tensor<f32>
+  %one = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<)" +
+         bias + "xf32>) -> " + t + R"(
+  %h = stablehlo.add %x, %bb : )" +
+         t + R"(
+  %h2 = stablehlo.multiply %h, %h : )" +
+         t + R"(
+  %h3 = stablehlo.multiply %h2, %h : )" +
+         t + R"(
+  %cb = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> )" +
+         t + R"(
+  %ch3 = stablehlo.multiply %cb, %h3 : )" +
+         t + R"(
+  %inner = stablehlo.add %h, %ch3 : )" +
+         t + R"(
+  %kb = stablehlo.broadcast_in_dim %k, dims = [] : (tensor<f32>) -> )" +
+         t + R"(
+  %arg = stablehlo.multiply %kb, %inner : )" +
+         t + R"(
+  %th = stablehlo.tanh %arg : )" +
+         t + R"(
+  %ob = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> )" +
+         t + R"(
+  %p1 = stablehlo.add %ob, %th : )" +
+         t + R"(
+  %hb = stablehlo.broadcast_in_dim %half, dims = [] : (tensor<f32>) -> )" +
+         t + R"(
+  %g0 = stablehlo.multiply %hb, %p1 : )" +
+         t + R"(
+  %g = stablehlo.multiply %h, %g0 : )" +
+         t + R"(
+  %sum = stablehlo.reduce(%g init: %zero) applies stablehlo.add across dimensions = [0, 1] : ()" +
+         t + R"(, tensor<f32>) -> tensor<f32>
+  return %h, %g, %sum : )" +
+         t + ", " + t + R"(, tensor<f32>
+}
+)";
+}
+
+TEST(CpuFusion, GeluChainIsOneStepAndBitIdentical) {
+  const std::string text = gelu_module("64x96", "96");
+  const cpu::FusionPlan plan = plan_of(text);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].outputs.size(), 2u);  // %h (used by the return) and %g
+  // x, the bias source and the scalar constants; the broadcasts are read in place.
+  EXPECT_EQ(plan.steps[0].inputs.size(), 6u);
+  const auto args = std::vector<HostTensor>{random_f32({64, 96}, 1), random_f32({96}, 2)};
+  expect_bit_identical(run(text, args, true), run(text, args, false));
+}
+
+// Large enough to split across threads, with rows that straddle tiles.
+TEST(CpuFusion, ViewsAcrossTilesAndThreads) {
+  const std::string text = gelu_module("7x10001", "10001");
+  const auto args = std::vector<HostTensor>{random_f32({7, 10001}, 3), random_f32({10001}, 4)};
+  expect_bit_identical(run(text, args, true), run(text, args, false));
+}
+
+// A per-row statistic broadcast along the trailing dimension (repeat), a compare and a select,
+// a broadcast that is also used by an op outside the run (so it is materialized too), and ops
+// in between that the run is fused across.
+TEST(CpuFusion, RowViewsPredicatesAndSharedBroadcasts) {
+  const std::string text = R"(
+func.func public @main(%x: tensor<5x3x4099xf32>, %m: tensor<5x3xf32>) -> (tensor<5x3x4099xf32>, tensor<5x3x4099xi1>, tensor<5x3x4099xf32>) {
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0, 1] : (tensor<5x3xf32>) -> tensor<5x3x4099xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<5x3x4099xf32>
+  %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %zb = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<5x3x4099xf32>
+  %pos = stablehlo.compare GT, %d, %zb, FLOAT : (tensor<5x3x4099xf32>, tensor<5x3x4099xf32>) -> tensor<5x3x4099xi1>
+  %e = stablehlo.exponential %d : tensor<5x3x4099xf32>
+  %r = stablehlo.select %pos, %d, %e : tensor<5x3x4099xi1>, tensor<5x3x4099xf32>
+  %neg = stablehlo.not %pos : tensor<5x3x4099xi1>
+  %w = stablehlo.multiply %mb, %mb : tensor<5x3x4099xf32>
+  %t = stablehlo.transpose %mb, dims = [0, 2, 1] : (tensor<5x3x4099xf32>) -> tensor<5x4099x3xf32>
+  %tt = stablehlo.transpose %t, dims = [0, 2, 1] : (tensor<5x4099x3xf32>) -> tensor<5x3x4099xf32>
+  %sum = stablehlo.add %w, %tt : tensor<5x3x4099xf32>
+  %out = stablehlo.add %sum, %r : tensor<5x3x4099xf32>
+  return %r, %neg, %out : tensor<5x3x4099xf32>, tensor<5x3x4099xi1>, tensor<5x3x4099xf32>
+}
+)";
+  const cpu::FusionPlan plan = plan_of(text);
+  // One run: the constant and the transposes between its members read none of them.
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].outputs.size(), 3u);  // %r, %neg, %out
+  EXPECT_FALSE(plan.absorbed[0]);               // %mb: the transpose reads it too
+  const auto args = std::vector<HostTensor>{random_f32({5, 3, 4099}, 5), random_f32({5, 3}, 6)};
+  expect_bit_identical(run(text, args, true), run(text, args, false));
+}
+
+// Ops of other types or shapes do not join a run; a single op is left to its own kernel.
+TEST(CpuFusion, OnlyRunsOfTwoOrMoreSameShapeOpsFuse) {
+  const std::string text = R"(
+func.func public @main(%x: tensor<8xf32>, %y: tensor<4xf32>, %i: tensor<8xi32>) -> (tensor<8xf32>, tensor<4xf32>, tensor<8xi32>) {
+  %a = stablehlo.add %x, %x : tensor<8xf32>
+  %b = stablehlo.multiply %y, %y : tensor<4xf32>
+  %c = stablehlo.negate %a : tensor<8xf32>
+  %j = stablehlo.add %i, %i : tensor<8xi32>
+  %k = stablehlo.multiply %j, %i : tensor<8xi32>
+  return %c, %b, %k : tensor<8xf32>, tensor<4xf32>, tensor<8xi32>
+}
+)";
+  const cpu::FusionPlan plan = plan_of(text);
+  ASSERT_EQ(plan.steps.size(), 1u);  // %a and %c; %b and the i32 ops run as their own steps
+  EXPECT_TRUE(plan.absorbed[0]);
+  EXPECT_EQ(plan.step_at[2], 0);
+  for (size_t i : {1, 3, 4}) EXPECT_TRUE(!plan.absorbed[i] && plan.step_at[i] < 0) << "op " << i;
+  const auto args = std::vector<HostTensor>{
+      random_f32({8}, 7), random_f32({4}, 8),
+      HostTensor::from_vector(std::vector<int32_t>{1, -2, 3, 4, 5, 6, 7, 8}, {8})};
+  expect_bit_identical(run(text, args, true), run(text, args, false));
+}
+
+// Runs of two shapes interleave; an op that reads a member of an open run closes it, so the
+// reader sees the fused step's result.
+TEST(CpuFusion, InterleavedRunsAndReadersOfMembers) {
+  const std::string text = R"(
+func.func public @main(%x: tensor<16x32xf32>, %y: tensor<32x16xf32>) -> (tensor<16x32xf32>, tensor<32x16xf32>) {
+  %a = stablehlo.multiply %x, %x : tensor<16x32xf32>
+  %p = stablehlo.add %y, %y : tensor<32x16xf32>
+  %b = stablehlo.add %a, %x : tensor<16x32xf32>
+  %q = stablehlo.multiply %p, %y : tensor<32x16xf32>
+  %bt = stablehlo.transpose %b, dims = [1, 0] : (tensor<16x32xf32>) -> tensor<32x16xf32>
+  %r = stablehlo.subtract %q, %bt : tensor<32x16xf32>
+  %c = stablehlo.tanh %b : tensor<16x32xf32>
+  %d = stablehlo.multiply %c, %a : tensor<16x32xf32>
+  return %d, %r : tensor<16x32xf32>, tensor<32x16xf32>
+}
+)";
+  const cpu::FusionPlan plan = plan_of(text);
+  // {%a, %b} (closed by the transpose), {%p, %q, %r}, {%c, %d}.
+  ASSERT_EQ(plan.steps.size(), 3u);
+  const auto args = std::vector<HostTensor>{random_f32({16, 32}, 9), random_f32({32, 16}, 10)};
+  expect_bit_identical(run(text, args, true), run(text, args, false));
+}
+
+}  // namespace
+}  // namespace cujax
