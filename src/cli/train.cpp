@@ -88,7 +88,7 @@ auto as_usage_error(F&& f) {
 struct RunOptions {
   std::string config = "tiny";
   std::string data = kDefaultCorpus;
-  int64_t steps = 600, batch = 16, seq = 0, warmup = 0, seed = 0;
+  int64_t steps = 1000, batch = 16, seq = 0, warmup = 0, seed = 0;
   double lr = 3e-3;
 
   json::Value to_json() const {

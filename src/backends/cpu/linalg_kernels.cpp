@@ -321,8 +321,8 @@ void matmul(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, bool ta, c
       const A* am = ta ? a + m0 : a + m0 * lda;
       if constexpr (std::is_same_v<A, float>)
         cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m1 - m0),
-                    static_cast<int>(N), static_cast<int>(K), 1.0f, am, static_cast<int>(lda),
-                    b, static_cast<int>(ldb), 0.0f, c + m0 * ldc, static_cast<int>(ldc));
+                    static_cast<int>(N), static_cast<int>(K), 1.0f, am, static_cast<int>(lda), b,
+                    static_cast<int>(ldb), 0.0f, c + m0 * ldc, static_cast<int>(ldc));
       else
         cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m1 - m0),
                     static_cast<int>(N), static_cast<int>(K), 1.0, am, static_cast<int>(lda), b,
@@ -383,8 +383,9 @@ std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& a,
 
 template <class A>
 std::vector<HostTensor> run_dot(const DotPlan& p, const HostTensor& lhs, const HostTensor& rhs) {
-  HostTensor out(p.out_dtype, p.out_shape);
-  if (out.size() == 0 || p.K == 0) return {out};  // zero-filled
+  if (num_elements(p.out_shape) == 0 || p.K == 0) return {HostTensor(p.out_dtype, p.out_shape)};
+  // Every path below writes all of C, so it needs no zero fill.
+  HostTensor out = HostTensor::uninitialized(p.out_dtype, p.out_shape);
   const int64_t B = p.B, M = p.M, N = p.N, K = p.K;
   constexpr bool kFloat = std::is_floating_point_v<A>;
   const bool blas = kFloat && p.blas_ok && (B == 1 || M * N * K >= kBlasMinFlops);

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -99,48 +100,66 @@ int num_threads() {
   return pool().size() + 1;
 }
 
+namespace {
+
+// One parallel_for's chunks, which every thread takes from `next` until none is left, so a
+// thread that starts late (being woken, or preempted by another process) simply takes fewer.
+// Helpers hold it by shared_ptr: one that starts after the caller has returned finds no chunk
+// and never touches the caller's body.
+struct Job {
+  const std::function<void(int64_t, int64_t)>* body = nullptr;
+  int64_t n = 0, per = 0, num_chunks = 0;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> finished{0};
+  std::mutex mu;
+  std::condition_variable done;
+  std::exception_ptr error;
+
+  bool complete() const { return finished.load() == num_chunks; }
+  void run() {
+    for (;;) {
+      const int64_t c = next.fetch_add(1);
+      if (c >= num_chunks) return;
+      try {
+        (*body)(c * per, std::min(n, (c + 1) * per));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+      }
+      if (finished.fetch_add(1) + 1 == num_chunks) {
+        std::lock_guard<std::mutex> lock(mu);
+        done.notify_all();
+      }
+    }
+  }
+};
+
+}  // namespace
+
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  const int64_t chunks = std::min<int64_t>(num_threads(), (n + grain - 1) / grain);
-  if (chunks <= 1 || in_parallel_region) {
+  const int threads = num_threads();
+  const int64_t max_chunks = (n + grain - 1) / grain;
+  if (max_chunks <= 1 || threads <= 1 || in_parallel_region) {
     body(0, n);
     return;
   }
-  const int64_t per = (n + chunks - 1) / chunks;
-  // Workers count down under `mu`, so once the caller holds `mu` after seeing zero, no worker
-  // touches this frame again.
-  std::mutex mu;
-  std::condition_variable done;
-  std::atomic<int64_t> remaining{chunks - 1};
-  std::exception_ptr error;
-  for (int64_t c = 1; c < chunks; ++c) {
-    const int64_t b = c * per, e = std::min(n, b + per);
-    pool().submit([&, b, e] {
-      std::exception_ptr failure;
-      try {
-        if (b < e) body(b, e);
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      if (failure && !error) error = failure;
-      if (remaining.fetch_sub(1) == 1) done.notify_one();
-    });
-  }
+  auto job = std::make_shared<Job>();
+  job->body = &body;
+  job->n = n;
+  job->per = (n + std::min<int64_t>(max_chunks, 4 * threads) - 1) /
+             std::min<int64_t>(max_chunks, 4 * threads);
+  job->num_chunks = (n + job->per - 1) / job->per;
+  const int64_t helpers = std::min<int64_t>(threads, job->num_chunks) - 1;
+  for (int64_t t = 0; t < helpers; ++t) pool().submit([job] { job->run(); });
   in_parallel_region = true;
-  std::exception_ptr failure;
-  try {
-    body(0, std::min(n, per));
-  } catch (...) {
-    failure = std::current_exception();
-  }
+  job->run();
   in_parallel_region = false;
-  spin_until([&] { return remaining.load() == 0; }, kSpin);
-  std::unique_lock<std::mutex> lock(mu);
-  done.wait(lock, [&] { return remaining.load() == 0; });
-  if (failure && !error) error = failure;
-  if (error) std::rethrow_exception(error);
+  spin_until([&] { return job->complete(); }, kSpin);
+  std::unique_lock<std::mutex> lock(job->mu);
+  job->done.wait(lock, [&] { return job->complete(); });
+  if (job->error) std::rethrow_exception(job->error);
 }
 
 }  // namespace cujax::cpu
