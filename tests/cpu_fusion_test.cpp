@@ -3,8 +3,10 @@
 // used after a fused run, predicates, and sizes that split across tiles and threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 
 #include "backends/cpu/fusion.h"
@@ -190,6 +192,46 @@ func.func public @main(%x: tensor<16x32xf32>, %y: tensor<32x16xf32>) -> (tensor<
   ASSERT_EQ(plan.steps.size(), 3u);
   const auto args = std::vector<HostTensor>{random_f32({16, 32}, 9), random_f32({32, 16}, 10)};
   expect_bit_identical(run(text, args, true), run(text, args, false));
+}
+
+// The causal-mask pattern of attention and of the max-reduction's gradient: compare, convert
+// to f32 and back, a mask broadcast from (1, 1, T, S) and a select.
+TEST(CpuFusion, ConvertsAndMaskViews) {
+  const std::string text = R"(
+func.func public @main(%x: tensor<2x3x40x40xf32>, %m: tensor<1x1x40x40xi1>, %mx: tensor<2x3x40xf32>) -> (tensor<2x3x40x40xf32>, tensor<2x3x40x40xi1>) {
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0, 1, 2, 3] : (tensor<1x1x40x40xi1>) -> tensor<2x3x40x40xi1>
+  %big = stablehlo.constant dense<-1.000000e+09> : tensor<f32>
+  %bb = stablehlo.broadcast_in_dim %big, dims = [] : (tensor<f32>) -> tensor<2x3x40x40xf32>
+  %s = stablehlo.select %mb, %x, %bb : tensor<2x3x40x40xi1>, tensor<2x3x40x40xf32>
+  %mxb = stablehlo.broadcast_in_dim %mx, dims = [0, 1, 2] : (tensor<2x3x40xf32>) -> tensor<2x3x40x40xf32>
+  %eq = stablehlo.compare EQ, %s, %mxb, FLOAT : (tensor<2x3x40x40xf32>, tensor<2x3x40x40xf32>) -> tensor<2x3x40x40xi1>
+  %f = stablehlo.convert %eq : (tensor<2x3x40x40xi1>) -> tensor<2x3x40x40xf32>
+  %g = stablehlo.multiply %f, %x : tensor<2x3x40x40xf32>
+  %back = stablehlo.convert %g : (tensor<2x3x40x40xf32>) -> tensor<2x3x40x40xi1>
+  return %g, %back : tensor<2x3x40x40xf32>, tensor<2x3x40x40xi1>
+}
+)";
+  const cpu::FusionPlan plan = plan_of(text);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].outputs.size(), 2u);
+  // Some rows hit their maximum exactly, so the comparison is true in places.
+  HostTensor x = random_f32({2, 3, 40, 40}, 11);
+  std::vector<float> row_max(2 * 3 * 40, -1e9f);
+  std::vector<bool> mask_values(40 * 40);
+  for (int q = 0; q < 40; ++q)
+    for (int k = 0; k < 40; ++k) mask_values[q * 40 + k] = k <= q;
+  const float* xd = x.data_as<float>();
+  for (int r = 0; r < 2 * 3 * 40; ++r)
+    for (int k = 0; k <= r % 40; ++k) row_max[r] = std::max(row_max[r], xd[r * 40 + k]);
+  std::vector<uint8_t> mask_bytes(mask_values.begin(), mask_values.end());
+  HostTensor mask = HostTensor::from_bytes(DType::Bool, {1, 1, 40, 40},
+                                           std::as_bytes(std::span<const uint8_t>(mask_bytes)));
+  const auto args = std::vector<HostTensor>{x, mask, HostTensor::from_vector(row_max, {2, 3, 40})};
+  const auto fused = run(text, args, true);
+  expect_bit_identical(fused, run(text, args, false));
+  int hits = 0;
+  for (int64_t i = 0; i < fused[0].size(); ++i) hits += fused[0].data_as<float>()[i] != 0;
+  EXPECT_EQ(hits, 2 * 3 * 40);  // one maximum per row
 }
 
 }  // namespace

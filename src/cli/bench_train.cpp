@@ -26,10 +26,13 @@ double median_of(std::vector<double> v) {
 // The peer's median ms/step, or a negative value when PyTorch is not installed.
 double torch_ms_per_step(const models::TransformerConfig& c, int64_t batch, int64_t seq,
                          int64_t steps, unsigned threads) {
-  const std::string cmd =
-      peer_python() + " " + CUJAX_SOURCE_DIR "/tools/torch_reference.py bench '" +
-      json::dump(c.to_json()) + "' " + std::to_string(batch) + " " + std::to_string(seq) + " " +
-      std::to_string(steps) + " " + std::to_string(threads) + " 2>/dev/null";
+  // One OpenBLAS thread per call: otherwise OpenBLAS's threads and PyTorch's intra-op threads
+  // oversubscribe the cores and PyTorch runs about 2x slower than its best on a small machine.
+  const std::string cmd = "OPENBLAS_NUM_THREADS=1 " + peer_python() + " " +
+                          CUJAX_SOURCE_DIR "/tools/torch_reference.py bench '" +
+                          json::dump(c.to_json()) + "' " + std::to_string(batch) + " " +
+                          std::to_string(seq) + " " + std::to_string(steps) + " " +
+                          std::to_string(threads) + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return -1;
   double ms = -1;

@@ -61,6 +61,13 @@ CUJAX_TILE_LOOP void compare_tile(const void* const* in, void* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = ew::Compare<D>{}(a[i], b[i]);
 }
 
+template <class To, class From>
+CUJAX_TILE_LOOP void convert_tile(const void* const* in, void* out, int64_t n) {
+  const From* __restrict a = static_cast<const From*>(in[0]);
+  To* __restrict o = static_cast<To*>(out);
+  for (int64_t i = 0; i < n; ++i) o[i] = ew::convert<To>(a[i]);
+}
+
 template <class T>
 CUJAX_TILE_LOOP void select_tile(const void* const* in, void* out, int64_t n) {
   const bool* __restrict p = static_cast<const bool*>(in[0]);
@@ -139,6 +146,12 @@ std::optional<TileOp> elementwise_tile_op(const ir::Operation& op) {
         operand_dtype(2) != r.dtype)
       return std::nullopt;
     return TileOp{r.dtype == DType::F32 ? select_tile<float> : select_tile<bool>, 3, false};
+  }
+  if (op.name == "stablehlo.convert") {
+    if (op.operands.size() != 1 || !is_fusible_type(operand_dtype(0))) return std::nullopt;
+    if (operand_dtype(0) == r.dtype) return std::nullopt;  // the kernel forwards its operand
+    return TileOp{r.dtype == DType::F32 ? convert_tile<float, bool> : convert_tile<bool, float>, 1,
+                  false};
   }
   for (size_t i = 0; i < op.operands.size(); ++i)
     if (operand_dtype(i) != r.dtype) return std::nullopt;

@@ -25,7 +25,11 @@ bool spin_until(const Done& done, std::chrono::microseconds budget) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
   for (int i = 0;; ++i) {
     if (done()) return true;
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+    if ((i & 63) == 63) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      // On a busy machine the thread we wait for may need this core.
+      std::this_thread::yield();
+    }
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
