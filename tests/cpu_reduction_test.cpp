@@ -284,6 +284,25 @@ TEST(CpuReduce, StridedDimensionsMatchALoop) {
   }
 }
 
+// Rows reduced along the contiguous last dimension (softmax's sums) are folded several at once;
+// each must still add its elements in order, so f32 sums equal a plain loop bit for bit.
+TEST(CpuReduce, InnermostRowsFoldInOrder) {
+  const Shape shape{3, 5, 37};  // 15 rows: the last group of rows is short
+  std::vector<float> data(num_elements(shape));
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = (i % 3 == 0 ? 1e8f : 1.0f) * static_cast<float>(static_cast<int>(i * 7919 % 23) - 11);
+  std::vector<float> expect(15);
+  for (int64_t r = 0; r < 15; ++r) {
+    float acc = 0.5f;
+    for (int64_t k = 0; k < 37; ++k) acc += data[r * 37 + k];
+    expect[r] = acc;
+  }
+  const std::vector<float> got =
+      values<float>(reduce1<float>("stablehlo.add", tensor(data, shape), 0.5f, {2}));
+  ASSERT_EQ(got.size(), expect.size());
+  for (size_t r = 0; r < got.size(); ++r) EXPECT_EQ(bits_of(got[r]), bits_of(expect[r])) << r;
+}
+
 TEST(CpuReduce, LargeReductionsAreExact) {
   // Split into chunks internally; integer sums must still be exact.
   const int64_t n = 1 << 21;

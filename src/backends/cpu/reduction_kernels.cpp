@@ -888,6 +888,28 @@ void reduce_fast(const T* in, T* out, T init, const ReducePlan& p, Op op) {
   // One accumulator per output, folding along the (contiguous innermost) reduced elements.
   const int64_t nc =
       (p.num_out < 64 && p.num_red > 2 * kChunk) ? (p.num_red + kChunk - 1) / kChunk : 1;
+  if (nc == 1 && p.red_sizes.size() == 1 && p.red_strides[0] == 1) {
+    // Rows of contiguous elements, eight at a time: each row still folds in order (the same
+    // result), but the eight chains of dependent adds overlap instead of waiting on each other.
+    constexpr int64_t kRows = 8;
+    const int64_t R = p.num_red;
+    parallel_for((p.num_out + kRows - 1) / kRows, grain_for(kRows * R), [&](int64_t b, int64_t e) {
+      for (int64_t g = b; g < e; ++g) {
+        const int64_t o0 = g * kRows, count = std::min(kRows, p.num_out - o0);
+        const T* q[kRows];
+        A acc[kRows];
+        for (int64_t r = 0; r < kRows; ++r) {
+          // A short last group repeats its last row rather than branching in the loop.
+          q[r] = in + offset_of(p.kept_sizes, p.kept_strides, o0 + std::min(r, count - 1));
+          acc[r] = a0;
+        }
+        for (int64_t i = 0; i < R; ++i)
+          for (int64_t r = 0; r < kRows; ++r) acc[r] = Acc::round(op(acc[r], Acc::load(q[r][i])));
+        for (int64_t r = 0; r < count; ++r) out[o0 + r] = Acc::store(acc[r]);
+      }
+    });
+    return;
+  }
   std::unique_ptr<A[]> partial(new A[nc > 1 ? p.num_out * nc : 1]);
   parallel_for(p.num_out * nc, grain_for(std::min(p.num_red, kChunk)), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
