@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -13,6 +14,7 @@
 #include "cujax/ir/parser.h"
 #include "cujax/runtime/buffer.h"
 #include "cujax/runtime/spmd.h"
+#include "data_parallel_module.h"
 
 using namespace cujax;
 using runtime::compile_spmd;
@@ -447,4 +449,36 @@ TEST(AllReduce, OneMillionF32AcrossEightDevicesTimed) {
     const float* p = out[d][0].data_as<float>();
     for (int i : {0, 1, 6, 100, n - 1}) ASSERT_EQ(p[i], 36.0f * (i % 7)) << d << " " << i;
   }
+}
+
+TEST(DataParallel, EightDevicesMatchTheFullBatchRun) {
+  // The step of mpi_data_parallel on 8 virtual devices of one process, against one device
+  // running the whole batch: the same SGD up to the summation order (tolerance 1e-5).
+  const int per_device = 4, steps = 5;
+  auto spmd_module = ir::parse_module(dp_test::data_parallel_step(kDevices, per_device));
+  auto spmd = compile_spmd(get_backend("cpu"), *spmd_module, iota(kDevices));
+  auto ref_module = ir::parse_module(dp_test::data_parallel_step(1, kDevices * per_device));
+  auto ref = get_backend("cpu").compile(*ref_module, "main");
+  HostTensor w = HostTensor(DType::F32, {3}), b = HostTensor(DType::F32, {});
+  HostTensor rw = w, rb = b;
+  const HostTensor x = dp_test::batch_x(0, kDevices * per_device);
+  const HostTensor y = dp_test::batch_y(0, kDevices * per_device);
+  for (int step = 0; step < steps; ++step) {
+    std::vector<std::vector<HostTensor>> args;
+    for (int d = 0; d < kDevices; ++d)
+      args.push_back({w, b, dp_test::batch_x(d * per_device, per_device),
+                      dp_test::batch_y(d * per_device, per_device)});
+    const auto out = spmd->execute(args);
+    for (int d = 1; d < kDevices; ++d) expect_bits(out[d][0], out[0][0].to_vector<float>(), "w");
+    w = out[0][0];
+    b = out[0][1];
+    const HostTensor ref_args[] = {rw, rb, x, y};
+    const auto r = ref->execute(ref_args);
+    rw = r[0];
+    rb = r[1];
+    EXPECT_NEAR(out[0][2].data_as<float>()[0], r[2].data_as<float>()[0], 1e-5) << step;
+  }
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(w.data_as<float>()[k], rw.data_as<float>()[k], 1e-5);
+  EXPECT_NEAR(b.data_as<float>()[0], rb.data_as<float>()[0], 1e-5);
+  EXPECT_GT(std::fabs(rw.data_as<float>()[0]), 0.1f);  // training moved the parameters
 }

@@ -187,6 +187,22 @@ void check_same_types(const runtime::Gathered& g, const std::vector<int>& group,
   }
 }
 
+// Adds the time a collective kernel takes (meeting, waiting and combining) to its device's.
+class CollectiveTimer {
+ public:
+  explicit CollectiveTimer(ExecContext& ctx)
+      : ctx_(ctx), start_(std::chrono::steady_clock::now()) {}
+  ~CollectiveTimer() {
+    if (ctx_.spmd)
+      ctx_.spmd->collective_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  ExecContext& ctx_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // What every collective kernel shares: finding the device's group and meeting it, timed.
 struct Meeting {
   ProcessGroups pg;
@@ -216,11 +232,8 @@ struct Meeting {
       throw RuntimeError(where + ": a collective over " + std::to_string(members.size()) +
                          " devices; run the program with runtime::compile_spmd");
     const int64_t seq = ctx.spmd->executions[id]++;
-    const auto start = std::chrono::steady_clock::now();
     auto gathered =
         ctx.spmd->comm->exchange({id, g, seq}, members, pg.rank_of[device], operands, where);
-    ctx.spmd->collective_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     check_same_types(*gathered, members, where);
     return gathered;
   }
@@ -420,6 +433,7 @@ Kernel all_reduce_kernel(const ir::Operation& op, Compiler& cc) {
   auto reducer = std::make_shared<Reducer>(op, cc);
   const size_t n = op.operands.size();
   return [m, reducer, n](std::span<const HostTensor> in, ExecContext& ctx) {
+    const CollectiveTimer timer(ctx);
     auto g = m->meet(in, n, ctx);
     if (!g) throw RuntimeError(m->where + ": device is in no replica group");
     // The first member to get here reduces for all of them; the result is shared.
@@ -436,6 +450,7 @@ Kernel reduce_scatter_kernel(const ir::Operation& op, Compiler& cc) {
   return [m, reducer, dim](std::span<const HostTensor> in, ExecContext& ctx) {
     int rank = 0;
     const std::vector<int>* group = nullptr;
+    const CollectiveTimer timer(ctx);
     auto g = m->meet(in, 1, ctx, &rank, &group);
     if (!g) throw RuntimeError(m->where + ": device is in no replica group");
     std::call_once(g->once, [&] { g->derived = reducer->reduce_all(*g, ctx); });
@@ -450,6 +465,7 @@ Kernel all_gather_kernel(const ir::Operation& op, Compiler& cc) {
   const int64_t dim = op.int_attr("all_gather_dim");
   const size_t n = op.operands.size();
   return [m, dim, n](std::span<const HostTensor> in, ExecContext& ctx) {
+    const CollectiveTimer timer(ctx);
     auto g = m->meet(in, n, ctx);
     if (!g) throw RuntimeError(m->where + ": device is in no replica group");
     std::call_once(g->once, [&] {
@@ -477,6 +493,7 @@ Kernel all_to_all_kernel(const ir::Operation& op, Compiler& cc) {
   return
       [m, split_dim, concat_dim, split_count, n](std::span<const HostTensor> in, ExecContext& ctx) {
         int rank = 0;
+        const CollectiveTimer timer(ctx);
         auto g = m->meet(in, n, ctx, &rank);
         if (!g) throw RuntimeError(m->where + ": device is in no replica group");
         std::vector<HostTensor> out;
@@ -512,6 +529,7 @@ Kernel collective_permute_kernel(const ir::Operation& op, Compiler& cc) {
   auto zeros = std::make_shared<std::vector<HostTensor>>(zeros_like(op));
   return [m, source_of, zeros](std::span<const HostTensor> in, ExecContext& ctx) {
     int rank = 0;
+    const CollectiveTimer timer(ctx);
     auto g = m->meet(in, 1, ctx, &rank);
     if (!g) throw RuntimeError(m->where + ": device is in no group");
     const int s = source_of.at(rank);
@@ -524,6 +542,7 @@ Kernel collective_broadcast_kernel(const ir::Operation& op, Compiler& cc) {
       meeting(op, cc, scoped_groups(op, cc, id_rows(op, "replica_groups"))));
   auto zeros = std::make_shared<std::vector<HostTensor>>(zeros_like(op));
   return [m, zeros](std::span<const HostTensor> in, ExecContext& ctx) {
+    const CollectiveTimer timer(ctx);
     auto g = m->meet(in, 1, ctx);
     return g ? std::vector<HostTensor>{g->parts[0][0]} : *zeros;
   };
