@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cujax/core/error.h"
+#include "cujax/distributed.h"
 #include "cujax/ir/parser.h"
 #include "cujax/runtime/buffer.h"
 #include "cujax/runtime/spmd.h"
@@ -481,4 +482,58 @@ TEST(DataParallel, EightDevicesMatchTheFullBatchRun) {
   for (int k = 0; k < 3; ++k) EXPECT_NEAR(w.data_as<float>()[k], rw.data_as<float>()[k], 1e-5);
   EXPECT_NEAR(b.data_as<float>()[0], rb.data_as<float>()[0], 1e-5);
   EXPECT_GT(std::fabs(rw.data_as<float>()[0]), 0.1f);  // training moved the parameters
+}
+
+TEST(Concurrency, DevicesRunHeavyKernelsAtOnceLikeOneDevice) {
+  // Matrix products (BLAS and parallel_for), reductions and sorts on all 8 devices at the same
+  // time give the bits one device gives alone: kernels share no mutable state.
+  const std::string text = module(
+      "%x: tensor<96x96xf32>", "tensor<96x96xf32>, tensor<96xf32>, tensor<96x96xf32>",
+      "    %0 = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : (tensor<96x96xf32>, "
+      "tensor<96x96xf32>) -> tensor<96x96xf32>\n"
+      "    %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+      "    %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [1] : "
+      "(tensor<96x96xf32>, tensor<f32>) -> tensor<96xf32>\n"
+      "    %2 = \"stablehlo.sort\"(%0) <{dimension = 1 : i64, is_stable = true}> ({\n"
+      "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+      "      %c = stablehlo.compare  LT, %a, %b,  FLOAT : (tensor<f32>, tensor<f32>) -> "
+      "tensor<i1>\n"
+      "      stablehlo.return %c : tensor<i1>\n"
+      "    }) : (tensor<96x96xf32>) -> tensor<96x96xf32>\n"
+      "    return %0, %1, %2 : tensor<96x96xf32>, tensor<96xf32>, tensor<96x96xf32>");
+  auto f = [](int d, int i) { return static_cast<float>(((i * 31 + d * 17) % 101) - 50) / 64; };
+  std::vector<std::vector<HostTensor>> args;
+  for (int d = 0; d < kDevices; ++d)
+    args.push_back({tensor(values<float>(d, 96 * 96, f), {96, 96})});
+  auto m = ir::parse_module(text);
+  auto spmd = compile_spmd(get_backend("cpu"), *m, iota(kDevices));
+  auto single = get_backend("cpu").compile(*m, "main");
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto out = spmd->execute(args);
+    for (int d = 0; d < kDevices; ++d) {
+      const auto want = single->execute(args[d]);
+      for (size_t k = 0; k < want.size(); ++k)
+        expect_bits(out[d][k], want[k].to_vector<float>(),
+                    "device " + std::to_string(d) + " result " + std::to_string(k));
+    }
+  }
+}
+
+TEST(Distributed, OneProcessWithoutMpirun) {
+  EXPECT_FALSE(distributed::is_initialized());
+  EXPECT_EQ(distributed::process_count(), 1);
+  EXPECT_EQ(distributed::process_index(), 0);
+  EXPECT_EQ(distributed::local_device_count(), kDevices);
+  EXPECT_EQ(distributed::global_device_ids(), iota(kDevices));
+  EXPECT_EQ(distributed::process_of_device(7), 0);
+  distributed::InitializeOptions with_coordinator;
+  with_coordinator.coordinator_address = "10.0.0.1:1234";
+  expect_error([&] { distributed::initialize(with_coordinator); }, "is not supported");
+  EXPECT_FALSE(distributed::is_initialized());
+  distributed::initialize();  // not under mpirun: a single process, without MPI
+  EXPECT_TRUE(distributed::is_initialized());
+  EXPECT_EQ(distributed::process_count(), 1);
+  expect_error([] { distributed::initialize(); }, "already initialized");
+  distributed::shutdown();
+  EXPECT_FALSE(distributed::is_initialized());
 }
