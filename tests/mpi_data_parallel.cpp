@@ -19,8 +19,9 @@ using namespace cujax;
 
 namespace {
 
-// all_gather, collective_permute (a ring) and all_to_all across every device of every
-// process, checked against values computed here; returns false on a mismatch.
+// all_gather, collective_permute (a ring), all_to_all and an all_reduce over strided groups
+// across every device of every process, checked against values computed here; returns false on a
+// mismatch.
 bool check_collectives(int rank, int local, int devices) {
   const std::string D = std::to_string(devices);
   std::string ids, ring;
@@ -29,34 +30,48 @@ bool check_collectives(int rank, int local, int devices) {
     ring += std::string(d ? ", " : "") + "[" + std::to_string(d) + ", " +
             std::to_string((d + 1) % devices) + "]";
   }
+  // Groups of devices with the same local index: each spans every process, and a process's
+  // local devices are in different groups, which meet at the same time.
+  std::string strided;
+  for (int l = 0; l < local; ++l) {
+    strided += std::string(l ? ", " : "") + "[";
+    for (int p = 0; p < devices / local; ++p)
+      strided += (p ? ", " : "") + std::to_string(p * local + l);
+    strided += "]";
+  }
+  const std::string groups_type =
+      "tensor<" + std::to_string(local) + "x" + std::to_string(devices / local) + "xi64>";
   const std::string channel = "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>";
+  const std::string G = "tensor<" + std::to_string(2 * devices) + "xi32>";  // gathered
+  const std::string M = "tensor<" + D + "x2xi32>";
   const std::string text =
       "module @c attributes {mhlo.num_partitions = " + D +
       " : i32, mhlo.num_replicas = 1 : i32} {\n"
-      "  func.func public @main(%x: tensor<2xi32>) -> (tensor<" +
-      std::to_string(2 * devices) + "xi32>, tensor<2xi32>, tensor<" + std::to_string(2 * devices) +
-      "xi32>) {\n"
+      "  func.func public @main(%x: tensor<2xi32>) -> (" +
+      G + ", tensor<2xi32>, " + G +
+      ", tensor<2xi32>) {\n"
       "    %0 = \"stablehlo.all_gather\"(%x) <{all_gather_dim = 0 : i64, " +
       channel + ", replica_groups = dense<[[" + ids + "]]> : tensor<1x" + D +
-      "xi64>, use_global_device_ids}> : (tensor<2xi32>) -> tensor<" + std::to_string(2 * devices) +
-      "xi32>\n"
-      "    %1 = \"stablehlo.collective_permute\"(%x) <{" +
-      channel + ", source_target_pairs = dense<[" + ring + "]> : tensor<" + D +
-      "x2xi64>}> : (tensor<2xi32>) -> tensor<2xi32>\n"
-      "    %b = stablehlo.broadcast_in_dim %x, dims = [1] : (tensor<2xi32>) -> tensor<" +
-      D +
-      "x2xi32>\n"
-      "    %2 = \"stablehlo.all_to_all\"(%b) <{" +
-      channel + ", concat_dimension = 0 : i64, replica_groups = dense<[[" + ids +
-      "]]> : tensor<1x" + D + "xi64>, split_count = " + D +
-      " : i64, split_dimension = 0 : i64}> : (tensor<" + D + "x2xi32>) -> tensor<" + D +
-      "x2xi32>\n"
-      "    %3 = stablehlo.reshape %2 : (tensor<" +
-      D + "x2xi32>) -> tensor<" + std::to_string(2 * devices) +
-      "xi32>\n"
-      "    return %0, %1, %3 : tensor<" +
-      std::to_string(2 * devices) + "xi32>, tensor<2xi32>, tensor<" + std::to_string(2 * devices) +
-      "xi32>\n  }\n}\n";
+      "xi64>, use_global_device_ids}> : (tensor<2xi32>) -> " + G + "\n" +
+      "    %1 = \"stablehlo.collective_permute\"(%x) <{" + channel +
+      ", source_target_pairs = dense<[" + ring + "]> : tensor<" + D +
+      "x2xi64>}> : (tensor<2xi32>) -> tensor<2xi32>\n" +
+      "    %b = stablehlo.broadcast_in_dim %x, dims = [1] : (tensor<2xi32>) -> " + M + "\n" +
+      "    %2 = \"stablehlo.all_to_all\"(%b) <{" + channel +
+      ", concat_dimension = 0 : i64, replica_groups = dense<[[" + ids + "]]> : tensor<1x" + D +
+      "xi64>, split_count = " + D + " : i64, split_dimension = 0 : i64}> : (" + M + ") -> " + M +
+      "\n" + "    %3 = stablehlo.reshape %2 : (" + M + ") -> " + G + "\n" +
+      "    %4 = \"stablehlo.all_reduce\"(%x) <{" + channel + ", replica_groups = dense<[" +
+      strided + "]> : " + groups_type +
+      ", use_global_device_ids}> ({\n"
+      "    ^bb0(%a: tensor<i32>, %b2: tensor<i32>):\n"
+      "      %s = stablehlo.add %a, %b2 : tensor<i32>\n"
+      "      stablehlo.return %s : tensor<i32>\n"
+      "    }) : (tensor<2xi32>) -> tensor<2xi32>\n"
+      "    return %0, %1, %3, %4 : " +
+      G + ", tensor<2xi32>, " + G +
+      ", tensor<2xi32>\n"
+      "  }\n}\n";
   auto m = ir::parse_module(text);
   auto exe =
       runtime::compile_spmd(runtime::get_backend("cpu"), *m, distributed::global_device_ids());
@@ -73,8 +88,11 @@ bool check_collectives(int rank, int local, int devices) {
     for (int s = 0; s < devices; ++s) gathered.insert(gathered.end(), {value(s, 0), value(s, 1)});
     const int src = (d + devices - 1) % devices;
     const std::vector<int32_t> permuted = {value(src, 0), value(src, 1)};
+    std::vector<int32_t> reduced = {0, 0};
+    for (int s = l; s < devices; s += local)
+      for (int i = 0; i < 2; ++i) reduced[i] += value(s, i);
     if (out[l][0].to_vector<int32_t>() != gathered || out[l][1].to_vector<int32_t>() != permuted ||
-        out[l][2].to_vector<int32_t>() != gathered) {
+        out[l][2].to_vector<int32_t>() != gathered || out[l][3].to_vector<int32_t>() != reduced) {
       std::printf("process %d: collectives across processes give wrong values on device %d\n", rank,
                   d);
       return false;
@@ -145,8 +163,10 @@ int main() {
         rw.data_as<float>()[0], rw.data_as<float>()[1], rw.data_as<float>()[2],
         rb.data_as<float>()[0], ref_loss, worst);
     const bool collectives_ok = check_collectives(rank, local, devices);
-    std::printf("process %d: all_gather, collective_permute, all_to_all across processes: %s\n",
-                rank, collectives_ok ? "ok" : "WRONG");
+    std::printf(
+        "process %d: all_gather, collective_permute, all_to_all, strided all_reduce across "
+        "processes: %s\n",
+        rank, collectives_ok ? "ok" : "WRONG");
     const bool ok = collectives_ok && worst <= tol && std::fabs(loss - ref_loss) <= tol &&
                     distributed::process_count() > 1 && rw.data_as<float>()[0] > 0.1f;
     distributed::shutdown();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -32,6 +33,8 @@ class CpuSpmdExecutable final : public SpmdExecutable {
       throw RuntimeError("SPMD execute: got arguments for " +
                          std::to_string(per_device_args.size()) + " devices, this process runs " +
                          std::to_string(local_.size()));
+    // One execute at a time: the devices' collectives of two executes must not meet.
+    std::lock_guard<std::mutex> lock(mu_);
     const auto start = std::chrono::steady_clock::now();
     Communicator comm(device_process_, distributed::process_index(), distributed_transport(),
                       executions_++);
@@ -71,7 +74,10 @@ class CpuSpmdExecutable final : public SpmdExecutable {
     return results;
   }
 
-  SpmdStats last_stats() const override { return stats_; }
+  SpmdStats last_stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
   std::vector<int> local_devices() const override { return local_; }
 
  private:
@@ -79,6 +85,7 @@ class CpuSpmdExecutable final : public SpmdExecutable {
   std::vector<int> device_ids_;      // logical device -> global id
   std::vector<int> device_process_;  // logical device -> process
   std::vector<int> local_;           // logical devices run here
+  mutable std::mutex mu_;
   int64_t executions_ = 0;
   SpmdStats stats_;
 };
