@@ -380,6 +380,23 @@ TEST(Errors, DeviceInTwoGroupsAndUnknownDevice) {
       "mhlo.num_partitions = 8 devices, but 4 device ids");
 }
 
+TEST(Errors, AFailingDeviceStopsTheOthersAndIsNamed) {
+  // Device 2 gets no arguments and fails before the all_reduce; the other 7 stop waiting at
+  // once (no timeout) and its error is the one reported.
+  const std::string text = module(
+      "%x: tensor<4xf32>", "tensor<4xf32>",
+      "    %0 = \"stablehlo.all_reduce\"(%x) <{" + kChannel + ", replica_groups = " + kAllGroups +
+          ", use_global_device_ids}> " + region("stablehlo.add", "f32") +
+          " : (tensor<4xf32>) -> tensor<4xf32>\n    return %0 : tensor<4xf32>");
+  std::vector<std::vector<HostTensor>> args(kDevices, {HostTensor(DType::F32, {4})});
+  args[2].clear();
+  const auto start = std::chrono::steady_clock::now();
+  expect_error([&] { run(text, args); }, "device cpu:2: program expects 1 arguments");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+  expect_error([&] { run(text, std::vector<std::vector<HostTensor>>(3)); },
+               "got arguments for 3 devices, this process runs 8");
+}
+
 TEST(Errors, DeadlockGuardNamesWhoArrived) {
   // Only partition 0 takes the branch with the all_reduce: it waits for the others forever.
   const std::string text =
