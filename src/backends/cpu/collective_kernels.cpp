@@ -293,19 +293,30 @@ HostTensor split_block(const HostTensor& t, int64_t axis, int64_t count, int64_t
   return out;
 }
 
+// out = f(...f(f(x0, x1), x2)..., xn) element-wise, members in order, one cache-sized block
+// at a time: one pass over memory instead of one per member.
 template <class T, class F>
-void combine_into(T* acc, const T* x, int64_t n, F f) {
+void combine_into(T* out, const std::vector<const T*>& xs, int64_t n, F f) {
   parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) acc[i] = f(acc[i], x[i]);
+    for (int64_t lo = b; lo < e; lo += 2048) {
+      const int64_t hi = std::min(e, lo + 2048);
+      std::copy(xs[0] + lo, xs[0] + hi, out + lo);
+      for (size_t m = 1; m < xs.size(); ++m) {
+        const T* x = xs[m];
+        for (int64_t i = lo; i < hi; ++i) out[i] = f(out[i], x[i]);
+      }
+    }
   });
 }
 
-// acc = op(acc, x) element-wise; half types compute in float and round, as their ops do.
-void combine(HostTensor& acc, const HostTensor& x, const std::string& op) {
+// The members' values folded with `op`; half types compute in float and round, as their ops do.
+HostTensor fold(const std::vector<const HostTensor*>& parts, const std::string& op) {
+  HostTensor acc = HostTensor::uninitialized(parts[0]->dtype(), parts[0]->shape());
   visit_dtype(acc.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* a = acc.data_as<T>();
-    const T* b = x.data_as<T>();
+    std::vector<const T*> b;
+    for (const HostTensor* p : parts) b.push_back(p->data_as<T>());
     const int64_t n = acc.size();
     if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
       auto lift = [&](auto f) {
@@ -345,6 +356,7 @@ void combine(HostTensor& acc, const HostTensor& x, const std::string& op) {
       }
     }
   });
+  return acc;
 }
 
 // The reduction of all_reduce/reduce_scatter: a known binary op runs as a loop, any other
@@ -379,12 +391,9 @@ class Reducer {
     if (parts[0]->dtype() != dtype_)
       throw RuntimeError(where_ + ": operand is " + parts[0]->type_string() +
                          " but the reduction region takes " + std::string(mlir_name(dtype_)));
+    if (binary_) return fold(parts, *binary_);
     HostTensor acc = parts[0]->clone();
     for (size_t m = 1; m < parts.size(); ++m) {
-      if (binary_) {
-        combine(acc, *parts[m], *binary_);
-        continue;
-      }
       const size_t es = size_of(dtype_);
       auto* a = static_cast<std::byte*>(acc.data());
       const auto* x = static_cast<const std::byte*>(parts[m]->data());
