@@ -5,6 +5,7 @@
 // devices = 1 and local_batch = the full batch gives the single-device reference step.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -15,12 +16,19 @@ namespace cujax::dp_test {
 constexpr int kFeatures = 3;
 constexpr float kLearningRate = 0.1f;
 
+// A float constant as StableHLO text, exact to f32 (std::to_string keeps only 6 decimals).
+inline std::string f32_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9e", v);
+  return buf;
+}
+
 inline std::string data_parallel_step(int devices, int local_batch) {
   const std::string B = std::to_string(local_batch);
   const std::string X = "tensor<" + B + "x3xf32>", V = "tensor<" + B + "xf32>";
-  const std::string scale = std::to_string(2.0 / local_batch);  // d(mean r^2)/dr = 2r/B
-  const std::string inv_b = std::to_string(1.0 / local_batch);
-  const std::string inv_d = std::to_string(1.0 / devices);
+  const std::string scale = f32_text(2.0 / local_batch);  // d(mean r^2)/dr = 2r/B
+  const std::string inv_b = f32_text(1.0 / local_batch);
+  const std::string inv_d = f32_text(1.0 / devices);
   std::string reduce;
   if (devices > 1) {
     std::string groups;
@@ -91,7 +99,7 @@ inline std::string data_parallel_step(int devices, int local_batch) {
          "    %mb = stablehlo.multiply %sb, %id : tensor<f32>\n"
          "    %ml = stablehlo.multiply %sl, %id : tensor<f32>\n"
          "    %lr = stablehlo.constant dense<" +
-         std::to_string(kLearningRate) +
+         f32_text(kLearningRate) +
          "> : tensor<f32>\n"
          "    %lrw = stablehlo.broadcast_in_dim %lr, dims = [] : (tensor<f32>) -> tensor<3xf32>\n"
          "    %uw = stablehlo.multiply %mw, %lrw : tensor<3xf32>\n"

@@ -1,10 +1,12 @@
-// Run by mpi_data_parallel.sh under `mpirun -np 2`: data-parallel training of linear regression
+// Run by mpi_data_parallel.sh under `mpirun -np 2` (or as 2 processes meeting over TCP at a
+// coordinator address): data-parallel training of linear regression
 // across the processes (each with CUJAX_NUM_CPU_DEVICES local devices, one slice of the batch
 // per device), whose parameters must match the single-process full-batch run. Exit status 0
 // on a match, 1 on a mismatch, 77 when the build has no MPI.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -103,13 +105,21 @@ bool check_collectives(int rank, int local, int devices) {
 
 }  // namespace
 
-int main() {
-  if (!distributed::built_with_mpi()) {
+int main(int argc, char** argv) {
+  // --coordinator HOST:PORT --num-processes N --process-id I: TCP instead of MPI.
+  distributed::InitializeOptions options;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--coordinator") options.coordinator_address = argv[i + 1];
+    if (flag == "--num-processes") options.num_processes = std::atoi(argv[i + 1]);
+    if (flag == "--process-id") options.process_id = std::atoi(argv[i + 1]);
+  }
+  if (options.coordinator_address.empty() && !distributed::built_with_mpi()) {
     std::printf("built without MPI: skipped\n");
     return 77;
   }
   try {
-    distributed::initialize();
+    distributed::initialize(options);
     const int rank = distributed::process_index();
     const int local = distributed::local_device_count();
     const int devices = distributed::process_count() * local;

@@ -544,9 +544,18 @@ TEST(Distributed, OneProcessWithoutMpirun) {
   EXPECT_EQ(distributed::global_device_ids(), iota(kDevices));
   EXPECT_EQ(distributed::process_of_device(7), 0);
   distributed::InitializeOptions with_coordinator;
-  with_coordinator.coordinator_address = "10.0.0.1:1234";
-  expect_error([&] { distributed::initialize(with_coordinator); }, "is not supported");
+  with_coordinator.coordinator_address = "127.0.0.1:0";  // any free port
+  expect_error([&] { distributed::initialize(with_coordinator); },
+               "num_processes and process_id are needed");
+  with_coordinator.coordinator_address = "nocolon";
+  with_coordinator.num_processes = 1;
+  with_coordinator.process_id = 0;
+  expect_error([&] { distributed::initialize(with_coordinator); }, "'nocolon' is not host:port");
   EXPECT_FALSE(distributed::is_initialized());
+  with_coordinator.coordinator_address = "127.0.0.1:0";  // a coordinator of one process
+  distributed::initialize(with_coordinator);
+  EXPECT_EQ(distributed::process_count(), 1);
+  distributed::shutdown();
   distributed::initialize();  // not under mpirun: a single process, without MPI
   EXPECT_TRUE(distributed::is_initialized());
   EXPECT_EQ(distributed::process_count(), 1);

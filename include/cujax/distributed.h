@@ -1,6 +1,7 @@
 // Several processes as one JAX-style runtime (jax.distributed): each process runs its local
-// devices, and collectives whose groups span processes go over MPI. Start the processes with
-// `mpirun -np N prog` and call initialize() before compiling SPMD programs.
+// devices, and collectives whose groups span processes go over MPI, or over TCP through a
+// coordinator. Start the processes with `mpirun -np N prog` (or start N processes yourself with
+// a coordinator address) and call initialize() before compiling SPMD programs.
 #pragma once
 
 #include <string>
@@ -9,14 +10,18 @@
 namespace cujax::distributed {
 
 struct InitializeOptions {
-  std::string coordinator_address;  // not supported yet: throws (processes meet through MPI)
-  int num_processes = -1;           // -1: from mpirun's environment
+  // "host:port" where process 0 listens and the others connect (TCP, no MPI needed); then
+  // num_processes and process_id are required. Empty: MPI.
+  std::string coordinator_address;
+  int num_processes = -1;  // -1: from mpirun's environment
   int process_id = -1;
 };
 
 // From mpirun's environment (OMPI_COMM_WORLD_SIZE/RANK, PMI_*) when options are empty. Throws
-// Error when the build has no MPI and more than one process is asked for, when options
-// disagree with what MPI reports, or when called twice.
+// Error when the build has no MPI and more than one process is asked for without a
+// coordinator, when options disagree with what MPI reports, when the coordinator's processes
+// do not all connect within CUJAX_COLLECTIVE_TIMEOUT, or when called twice. After shutdown()
+// MPI cannot be initialized again in the same process (an MPI rule); TCP can.
 void initialize(const InitializeOptions& options = {});
 void shutdown();
 bool is_initialized();

@@ -1,5 +1,5 @@
 // The process group of a multi-process run. Processes find each other through MPI (mpirun
-// starts them and tells each its rank); a coordinator address without MPI is not supported.
+// starts them and tells each its rank) or, given a coordinator address, over TCP.
 #include "cujax/distributed.h"
 
 #include <cstdlib>
@@ -10,6 +10,7 @@
 #include "cujax/core/error.h"
 #include "cujax/runtime/spmd.h"
 #include "distributed/mpi_transport.h"
+#include "distributed/tcp_transport.h"
 
 namespace cujax {
 namespace distributed {
@@ -49,9 +50,21 @@ void initialize(const InitializeOptions& options) {
   std::lock_guard<std::mutex> lock(mu);
   State& s = state();
   if (s.initialized) throw Error("distributed::initialize: already initialized");
-  if (!options.coordinator_address.empty())
-    throw Error("distributed::initialize: coordinator_address '" + options.coordinator_address +
-                "' is not supported; start the processes with mpirun, which connects them");
+  if (!options.coordinator_address.empty()) {
+    if (options.num_processes < 1 || options.process_id < 0 ||
+        options.process_id >= options.num_processes)
+      throw Error("distributed::initialize: with coordinator_address '" +
+                  options.coordinator_address +
+                  "', num_processes and process_id are needed (got process_id " +
+                  std::to_string(options.process_id) + " of " +
+                  std::to_string(options.num_processes) + ")");
+    s.transport = make_tcp_transport(options.coordinator_address, options.num_processes,
+                                     options.process_id, runtime::collective_timeout_seconds());
+    s.count = options.num_processes;
+    s.index = options.process_id;
+    s.initialized = true;
+    return;
+  }
   const int env_size = env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"});
   const int want = options.num_processes > 0 ? options.num_processes : std::max(env_size, 1);
   if (want > 1 || env_size > 0) {
