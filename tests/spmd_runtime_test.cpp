@@ -432,6 +432,41 @@ TEST(Errors, CollectiveOutsideSpmdNeedsCompileSpmd) {
   expect_error([&] { exe->execute({&x, 1}); }, "run the program with runtime::compile_spmd");
 }
 
+TEST(AllReduce, ManySmallOnesInALoopTimed) {
+  // 1000 scalar all_reduces in a while loop: the rendezvous' latency, and the instances of one
+  // op in a loop matched by their execution count.
+  const std::string text =
+      module("%x: tensor<f32>", "tensor<f32>",
+             "    %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+             "    %0:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<f32>\n"
+             "     cond {\n"
+             "      %n = stablehlo.constant dense<1000> : tensor<i32>\n"
+             "      %lt = stablehlo.compare  LT, %i, %n,  SIGNED : (tensor<i32>, tensor<i32>) -> "
+             "tensor<i1>\n"
+             "      stablehlo.return %lt : tensor<i1>\n"
+             "    } do {\n"
+             "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+             "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+             "      %r = \"stablehlo.all_reduce\"(%v) <{" +
+                 kChannel + ", replica_groups = " + kAllGroups + ", use_global_device_ids}> " +
+                 region("stablehlo.maximum", "f32") +
+                 " : (tensor<f32>) -> tensor<f32>\n"
+                 "      %h = stablehlo.constant dense<0.5> : tensor<f32>\n"
+                 "      %v2 = stablehlo.add %r, %h : tensor<f32>\n"
+                 "      stablehlo.return %i2, %v2 : tensor<i32>, tensor<f32>\n"
+                 "    }\n"
+                 "    return %0#1 : tensor<f32>");
+  std::vector<std::vector<HostTensor>> args;
+  for (int d = 0; d < kDevices; ++d) args.push_back({tensor(std::vector<float>{1.0f * d}, {})});
+  auto m = ir::parse_module(text);
+  auto exe = compile_spmd(get_backend("cpu"), *m, iota(kDevices));
+  const auto out = exe->execute(args);
+  // max over devices then +0.5, 1000 times, starting from max = 7.
+  for (int d = 0; d < kDevices; ++d) EXPECT_EQ(out[d][0].data_as<float>()[0], 7.0f + 500.0f);
+  std::printf("1000 scalar all_reduces across %d devices: %.1f us each\n", kDevices,
+              exe->last_stats().seconds / 1000 * 1e6);
+}
+
 TEST(AllReduce, OneMillionF32AcrossEightDevicesTimed) {
   const int n = 1 << 20;
   const std::string t = "tensor<" + std::to_string(n) + "xf32>";

@@ -44,10 +44,9 @@ std::vector<std::vector<int64_t>> id_rows(const ir::Operation& op, const char* n
   if (!a) return rows;
   if (a->kind != ir::Attribute::Kind::DenseElements || a->tensor.rank() != 2)
     unsupported(op, std::string(name) + " must be a 2-d dense tensor of ids");
-  const HostTensor t =
-      a->tensor.dtype() == DType::I64 ? a->tensor : HostTensor();  // the spec's si64
-  if (!t.valid() || a->tensor.dtype() != DType::I64)
+  if (a->tensor.dtype() != DType::I64)  // the spec's si64
     unsupported(op, std::string(name) + " must hold i64 ids, got " + a->tensor.type_string());
+  const HostTensor& t = a->tensor;
   const int64_t n = t.shape()[0], m = t.shape()[1];
   const int64_t* d = t.data_as<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
