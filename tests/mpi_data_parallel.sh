@@ -6,7 +6,10 @@ bin="$1"
 
 # N processes x L devices meeting at a coordinator on localhost (3 processes: relayed by 0).
 tcp_run() {
-  local n=$1 local_devices=$2 port=$((20000 + ($$ * 7 + $1) % 20000)) pids=() rc=0
+  local n=$1 local_devices=$2 pids=() rc=0 port
+  # A port the kernel says is free, else one derived from our pid.
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null) ||
+    port=$((20000 + ($$ * 7 + n) % 20000))
   echo "== $n processes x $local_devices device(s) over TCP"
   for ((i = 0; i < n; i++)); do
     CUJAX_NUM_CPU_DEVICES=$local_devices CUJAX_COLLECTIVE_TIMEOUT=60 timeout 120 "$bin" \
