@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-dev clang-format
   fortunes          # the default training corpus (/usr/share/games/fortunes)
   python3-zarr      # a test reads cujax checkpoints with Python's zarr
+  libopenmpi-dev openmpi-bin  # collectives across processes (distributed::initialize, mpirun)
 )
 
 missing=()

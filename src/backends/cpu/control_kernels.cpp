@@ -1,5 +1,5 @@
 // Ops that structure a program rather than compute: constants, calls, loops, branches, the
-// conformance checks, and the single-device case of the collectives.
+// and the conformance checks.
 #include "backends/cpu/kernels.h"
 #include "cujax/runtime/checks.h"
 
@@ -87,18 +87,6 @@ Kernel identity_kernel(const ir::Operation& op, Compiler&) {
   };
 }
 
-// On one device every replica group has one member, so the collectives return their input.
-// Groups with more members need the sharding runtime.
-Kernel single_device_collective(const ir::Operation& op, Compiler& cc) {
-  if (const ir::Attribute* groups = op.attr("replica_groups")) {
-    if (groups->kind == ir::Attribute::Kind::DenseElements && groups->tensor.rank() == 2 &&
-        groups->tensor.shape()[1] > 1)
-      unsupported(op, "replica groups of " + std::to_string(groups->tensor.shape()[1]) +
-                          " devices need a multi-device backend");
-  }
-  return identity_kernel(op, cc);
-}
-
 }  // namespace
 
 void register_control_kernels(KernelRegistry& r) {
@@ -108,9 +96,6 @@ void register_control_kernels(KernelRegistry& r) {
   r.add("stablehlo.case", case_kernel);
   r.add("stablehlo.custom_call", custom_call_kernel);
   r.add("stablehlo.optimization_barrier", identity_kernel);
-  r.add("stablehlo.all_reduce", single_device_collective);
-  r.add("stablehlo.all_gather", single_device_collective);
-  r.add("stablehlo.reduce_scatter", single_device_collective);
 }
 
 }  // namespace cujax::cpu

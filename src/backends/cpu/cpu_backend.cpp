@@ -4,6 +4,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
+#include "cujax/runtime/spmd.h"
 
 namespace cujax::cpu {
 
@@ -27,13 +28,20 @@ class CpuExecutable final : public runtime::Executable {
 std::vector<runtime::DeviceDescription> CpuBackend::devices() const {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGESIZE);
-  runtime::DeviceDescription d;
-  d.platform = "cpu";
-  d.id = 0;
-  d.kind = "cpu";
-  d.memory_bytes = pages > 0 && page_size > 0 ? static_cast<int64_t>(pages) * page_size : 0;
-  d.detail = std::to_string(num_threads()) + " threads";
-  return {d};
+  // Virtual devices share the host's memory and threads, as XLA's forced host devices do.
+  std::vector<runtime::DeviceDescription> out;
+  const int n = runtime::num_cpu_devices();
+  for (int i = 0; i < n; ++i) {
+    runtime::DeviceDescription d;
+    d.platform = "cpu";
+    d.id = i;
+    d.kind = "cpu";
+    d.memory_bytes = pages > 0 && page_size > 0 ? static_cast<int64_t>(pages) * page_size : 0;
+    d.detail = std::to_string(num_threads()) + " threads" +
+               (n > 1 ? ", virtual device " + std::to_string(i) + " of " + std::to_string(n) : "");
+    out.push_back(d);
+  }
+  return out;
 }
 
 std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& module,

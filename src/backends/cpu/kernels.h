@@ -17,10 +17,23 @@
 #include "cujax/ir/ir.h"
 #include "cujax/runtime/backend.h"
 
+namespace cujax::cpu {}  // namespace cujax::cpu
+namespace cujax::runtime {
+class Communicator;
+}
 namespace cujax::cpu {
+
+// One device of an SPMD run (compile_spmd): where its collectives meet the other devices.
+struct SpmdDevice {
+  runtime::Communicator* comm = nullptr;
+  int device = 0;  // logical id: replica_id * num_partitions + partition_id
+  double collective_seconds = 0;
+  std::unordered_map<int64_t, int64_t> executions;  // per collective op: how many ran so far
+};
 
 struct ExecContext {
   const runtime::ExecuteOptions* options = nullptr;
+  SpmdDevice* spmd = nullptr;  // nullptr outside compile_spmd: one device
 };
 
 // Inputs in operand order; returns one tensor per result. A factory copies what it needs from
@@ -56,8 +69,18 @@ using KernelFactory = std::function<Kernel(const ir::Operation&, Compiler&)>;
 
 class Compiler {
  public:
-  explicit Compiler(const ir::Module& module) : module_(module) {}
+  explicit Compiler(const ir::Module& module);
   const ir::Module& module() const { return module_; }
+  // The process grid collectives address: "mhlo.num_replicas" x "mhlo.num_partitions" (1 x 1
+  // when the module does not say); compile_spmd may set it.
+  int num_replicas() const { return num_replicas_; }
+  int num_partitions() const { return num_partitions_; }
+  void set_process_grid(int num_replicas, int num_partitions) {
+    num_replicas_ = num_replicas;
+    num_partitions_ = num_partitions;
+  }
+  // Numbers the collective ops of the module, so devices match up the same op's instances.
+  int64_t next_collective_id() { return next_collective_id_++; }
   // `captures`: values of enclosing blocks that the block may use, bound at run time.
   std::shared_ptr<const Program> compile_block(const ir::Block& block,
                                                std::span<const ir::Value* const> captures = {});
@@ -69,6 +92,9 @@ class Compiler {
  private:
   const ir::Module& module_;
   std::unordered_map<const ir::Function*, std::shared_ptr<const Program>> functions_;
+  int num_replicas_ = 1;
+  int num_partitions_ = 1;
+  int64_t next_collective_id_ = 0;
 };
 
 // Op name -> factory. Each kernel file registers its ops in one function listed in
@@ -94,6 +120,10 @@ void register_reduction_kernels(KernelRegistry& r);    // reduce, reduce_window,
                                                        // select_and_scatter, sort
 void register_linalg_kernels(KernelRegistry& r);       // dot_general, convolution, triangular_solve
 void register_random_kernels(KernelRegistry& r);       // rng_bit_generator
+void register_collective_kernels(KernelRegistry& r);   // all_reduce, all_gather, ..., partition_id
+
+// A module attribute such as "mhlo.num_partitions" as an integer, or nullopt when absent.
+std::optional<int64_t> module_int_attr(const ir::Module& module, std::string_view name);
 
 // Values that `op`'s regions use but do not define (a `case` branch reading an outer value),
 // in first-use order. The CPU program passes them to the op's kernel after its operands, so a

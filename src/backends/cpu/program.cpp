@@ -71,6 +71,11 @@ std::vector<const ir::Value*> captured_values(const ir::Operation& op) {
   return out;
 }
 
+Compiler::Compiler(const ir::Module& module) : module_(module) {
+  num_replicas_ = static_cast<int>(module_int_attr(module, "mhlo.num_replicas").value_or(1));
+  num_partitions_ = static_cast<int>(module_int_attr(module, "mhlo.num_partitions").value_or(1));
+}
+
 std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
                                                        std::span<const ir::Value* const> captures) {
   auto program = std::make_shared<Program>();
@@ -177,6 +182,7 @@ const KernelRegistry& kernel_registry() {
     register_reduction_kernels(r);
     register_linalg_kernels(r);
     register_random_kernels(r);
+    register_collective_kernels(r);
     return r;
   }();
   return registry;

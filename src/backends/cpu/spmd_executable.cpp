@@ -1,0 +1,125 @@
+// compile_spmd for the cpu backend: one compiled program shared by every device, run on one
+// thread per local device, whose collectives meet in a Communicator made for each execute.
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <set>
+#include <thread>
+
+#include "backends/cpu/kernels.h"
+#include "cujax/distributed.h"
+#include "cujax/runtime/spmd.h"
+#include "runtime/collectives.h"
+
+namespace cujax::runtime {
+
+Transport* distributed_transport();  // distributed.cpp: MPI between processes, or nullptr
+
+namespace {
+
+class CpuSpmdExecutable final : public SpmdExecutable {
+ public:
+  CpuSpmdExecutable(std::shared_ptr<const cpu::Program> program, std::vector<int> device_ids,
+                    std::vector<int> device_process, std::vector<int> local)
+      : program_(std::move(program)),
+        device_ids_(std::move(device_ids)),
+        device_process_(std::move(device_process)),
+        local_(std::move(local)) {}
+
+  std::vector<std::vector<HostTensor>> execute(
+      const std::vector<std::vector<HostTensor>>& per_device_args) override {
+    if (per_device_args.size() != local_.size())
+      throw RuntimeError("SPMD execute: got arguments for " +
+                         std::to_string(per_device_args.size()) + " devices, this process runs " +
+                         std::to_string(local_.size()));
+    const auto start = std::chrono::steady_clock::now();
+    Communicator comm(device_process_, distributed::process_index(), distributed_transport(),
+                      executions_++);
+    const size_t n = local_.size();
+    std::vector<std::vector<HostTensor>> results(n);
+    std::vector<cpu::SpmdDevice> devices(n);
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<std::chrono::steady_clock::time_point> failed_at(n);
+    ExecuteOptions options;
+    auto run = [&](size_t i) {
+      devices[i].comm = &comm;
+      devices[i].device = local_[i];
+      cpu::ExecContext ctx{&options, &devices[i]};
+      try {
+        results[i] = program_->run(per_device_args[i], ctx);
+      } catch (const std::exception& e) {
+        failed_at[i] = std::chrono::steady_clock::now();
+        errors[i] = std::make_exception_ptr(
+            RuntimeError("device cpu:" + std::to_string(device_ids_[local_[i]]) + ": " + e.what()));
+        comm.abort("stopped because device cpu:" + std::to_string(device_ids_[local_[i]]) +
+                   " failed: " + e.what());
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < n; ++i) threads.emplace_back(run, i);
+    if (n) run(0);
+    for (auto& t : threads) t.join();
+    // The first failure is the cause; the others are members it left waiting.
+    int first = -1;
+    for (size_t i = 0; i < n; ++i)
+      if (errors[i] && (first < 0 || failed_at[i] < failed_at[first])) first = static_cast<int>(i);
+    stats_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats_.collective_seconds = 0;
+    for (const auto& d : devices) stats_.collective_seconds += d.collective_seconds / n;
+    if (first >= 0) std::rethrow_exception(errors[first]);
+    return results;
+  }
+
+  SpmdStats last_stats() const override { return stats_; }
+  std::vector<int> local_devices() const override { return local_; }
+
+ private:
+  std::shared_ptr<const cpu::Program> program_;
+  std::vector<int> device_ids_;      // logical device -> global id
+  std::vector<int> device_process_;  // logical device -> process
+  std::vector<int> local_;           // logical devices run here
+  int64_t executions_ = 0;
+  SpmdStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<SpmdExecutable> compile_spmd(const Backend& backend, const ir::Module& module,
+                                             std::vector<int> device_ids, std::string_view entry) {
+  if (backend.platform() != "cpu")
+    throw UnsupportedError("compile_spmd: the " + std::string(backend.platform()) +
+                           " backend does not run SPMD programs yet (only cpu does)");
+  const ir::Function* fn = module.lookup(entry);
+  if (!fn) throw Error("compile_spmd: module has no function @" + std::string(entry));
+  if (device_ids.empty()) throw Error("compile_spmd: no devices given");
+  const int64_t n = static_cast<int64_t>(device_ids.size());
+  const int64_t replicas = cpu::module_int_attr(module, "mhlo.num_replicas").value_or(1);
+  const int64_t partitions = cpu::module_int_attr(module, "mhlo.num_partitions")
+                                 .value_or(n / std::max<int64_t>(replicas, 1));
+  if (replicas < 1 || partitions < 1 || replicas * partitions != n)
+    throw Error("compile_spmd: the module is partitioned for mhlo.num_replicas = " +
+                std::to_string(replicas) +
+                " x mhlo.num_partitions = " + std::to_string(partitions) + " devices, but " +
+                std::to_string(n) + " device ids were given");
+  const std::vector<int> global = distributed::global_device_ids();
+  std::set<int> seen;
+  std::vector<int> device_process, local;
+  for (int64_t i = 0; i < n; ++i) {
+    const int id = device_ids[i];
+    if (id < 0 || id >= static_cast<int>(global.size()))
+      throw Error("compile_spmd: device cpu:" + std::to_string(id) + " does not exist (" +
+                  std::to_string(global.size()) +
+                  " cpu devices; set CUJAX_NUM_CPU_DEVICES or runtime::set_num_cpu_devices)");
+    if (!seen.insert(id).second)
+      throw Error("compile_spmd: device cpu:" + std::to_string(id) + " is listed twice");
+    device_process.push_back(distributed::process_of_device(id));
+    if (device_process.back() == distributed::process_index()) local.push_back(static_cast<int>(i));
+  }
+  cpu::Compiler compiler(module);
+  compiler.set_process_grid(static_cast<int>(replicas), static_cast<int>(partitions));
+  return std::make_unique<CpuSpmdExecutable>(compiler.compile_function(*fn), std::move(device_ids),
+                                             std::move(device_process), std::move(local));
+}
+
+}  // namespace cujax::runtime

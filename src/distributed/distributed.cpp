@@ -1,0 +1,128 @@
+// The process group of a multi-process run. Processes find each other through MPI (mpirun
+// starts them and tells each its rank); a coordinator address without MPI is not supported.
+#include "cujax/distributed.h"
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cujax/core/error.h"
+#include "cujax/runtime/spmd.h"
+#include "distributed/mpi_transport.h"
+
+namespace cujax {
+namespace distributed {
+
+namespace {
+
+struct State {
+  bool initialized = false;
+  int count = 1;
+  int index = 0;
+  std::unique_ptr<runtime::Transport> transport;
+};
+
+std::mutex mu;
+State& state() {
+  static State s;
+  return s;
+}
+
+int env_int(std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (const char* v = std::getenv(n); v && *v) return std::atoi(v);
+  return -1;
+}
+
+}  // namespace
+
+bool built_with_mpi() {
+#ifdef CUJAX_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+void initialize(const InitializeOptions& options) {
+  std::lock_guard<std::mutex> lock(mu);
+  State& s = state();
+  if (s.initialized) throw Error("distributed::initialize: already initialized");
+  if (!options.coordinator_address.empty())
+    throw Error("distributed::initialize: coordinator_address '" + options.coordinator_address +
+                "' is not supported; start the processes with mpirun, which connects them");
+  const int env_size = env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"});
+  const int want = options.num_processes > 0 ? options.num_processes : std::max(env_size, 1);
+  if (want > 1 || env_size > 0) {
+    if (!built_with_mpi())
+      throw Error("distributed::initialize: " + std::to_string(want) +
+                  " processes asked for, but cujax was built without MPI (install "
+                  "libopenmpi-dev and reconfigure)");
+    int count = 1, index = 0;
+    s.transport = make_mpi_transport(&count, &index);
+    if ((options.num_processes > 0 && options.num_processes != count) ||
+        (options.process_id >= 0 && options.process_id != index)) {
+      s.transport.reset();
+      throw Error("distributed::initialize: asked for process " +
+                  std::to_string(options.process_id) + " of " +
+                  std::to_string(options.num_processes) + ", but MPI says " +
+                  std::to_string(index) + " of " + std::to_string(count));
+    }
+    s.count = count;
+    s.index = index;
+  } else if (options.process_id > 0) {
+    throw Error("distributed::initialize: process_id " + std::to_string(options.process_id) +
+                " of 1 process");
+  }
+  s.initialized = true;
+}
+
+void shutdown() {
+  std::lock_guard<std::mutex> lock(mu);
+  State& s = state();
+  s.transport.reset();
+  s.initialized = false;
+  s.count = 1;
+  s.index = 0;
+}
+
+bool is_initialized() {
+  std::lock_guard<std::mutex> lock(mu);
+  return state().initialized;
+}
+
+int process_count() {
+  std::lock_guard<std::mutex> lock(mu);
+  return state().count;
+}
+
+int process_index() {
+  std::lock_guard<std::mutex> lock(mu);
+  return state().index;
+}
+
+int local_device_count() {
+  return runtime::num_cpu_devices();
+}
+
+std::vector<int> global_device_ids() {
+  std::vector<int> ids(static_cast<size_t>(process_count() * local_device_count()));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(i);
+  return ids;
+}
+
+int process_of_device(int id) {
+  return id / local_device_count();
+}
+
+}  // namespace distributed
+
+namespace runtime {
+Transport* distributed_transport() {
+  std::lock_guard<std::mutex> lock(distributed::mu);
+  return distributed::state().transport.get();
+}
+}  // namespace runtime
+
+}  // namespace cujax
