@@ -159,8 +159,9 @@ Signature JitCore::signature(const std::string& structure, const std::vector<Arr
     const int arg = arg_of_leaf[i];
     if (arg < static_cast<int>(options_.in_shardings.size()) && options_.in_shardings[arg])
       sharding = std::make_shared<Sharding>(*options_.in_shardings[arg]);
-    else if (leaves[i].valid() && !leaves[i].is_tracer() && leaves[i].impl()->sharding)
-      sharding = leaves[i].impl()->sharding;
+    else if (leaves[i].valid() && !leaves[i].is_tracer() && leaves[i].impl()->sharding &&
+             !leaves[i].impl()->sharding->hlo(leaves[i].shape()).is_replicated())
+      sharding = leaves[i].impl()->sharding;  // replicated ones key as unsharded ones do
     sig.leaves.push_back({paths[i], leaves[i].aval(), sharding});
     sig.static_leaf.push_back(is_static);
     sig.key += "|" + leaves[i].aval().str();
