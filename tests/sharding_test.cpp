@@ -303,3 +303,56 @@ TEST_F(Sharding8, TensorParallelTrainStepMatchesOneDevice) {
   EXPECT_EQ(got.at("blocks.0.mlp.fc.kernel").sharding(),
             "NamedSharding(mesh=Mesh('data': 4, 'model': 2), spec=PartitionSpec(None, 'model'))");
 }
+
+TEST_F(Sharding8, OpFamiliesMatchOneDevice) {
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array x = random_array({8, 6}, 8), y = random_array({8, 6}, 9);
+  auto f = [](const Array& x, const Array& y) {
+    Array t = np::transpose(x * y + 1.0f);  // element-wise, transpose
+    Array r = np::reshape(x, {8, 2, 3});    // reshape of the sharded rows
+    Array m = np::max(r, {2}) + np::reshape(np::sum(t, {0}), {8, 1});  // reduces, broadcast
+    Array c = np::cumsum(x, 1);                                        // no rule: replicated
+    Array k = np::concatenate({m, c}, 1);                              // no rule: replicated
+    return std::vector<Array>{t, m, k, np::exp(k)};
+  };
+  const auto want = jit(f)(x, y);
+  auto jf = jit(f);
+  const auto got = jf(device_put(x, NamedSharding(mesh, P("data", "model"))),
+                      device_put(y, NamedSharding(mesh, P("data"))));
+  // Element-wise and shape ops are exact; reductions are summed in another order (tolerance).
+  expect_near(got[0], want[0], 0);
+  for (size_t i = 1; i < want.size(); ++i) expect_near(got[i], want[i], 1e-6);
+  EXPECT_EQ(got[0].sharding(),
+            "NamedSharding(mesh=Mesh('data': 4, 'model': 2), spec=PartitionSpec('model', "
+            "'data'))");
+}
+
+TEST_F(Sharding8, ConstraintsOutShardingsCacheAndDonation) {
+  const Mesh mesh = make_mesh({8}, {"data"});
+  const Sharding rows = NamedSharding(mesh, P("data")),
+                 cols = NamedSharding(mesh, P(std::nullopt, "data"));
+  JitOptions o;
+  o.out_shardings = {cols};
+  o.donate_argnums = {0};
+  auto f = jit([&](const Array& x) { return with_sharding_constraint(x * 2.0f, rows) + 1.0f; }, o);
+  const Array x = random_array({8, 16}, 11);
+  const Array want = x * 2.0f + 1.0f;
+  const std::string text = f.lower(ShapeDtype{{8, 16}}).as_text();
+  EXPECT_NE(text.find("stablehlo.custom_call @Sharding"), std::string::npos) << text;
+  EXPECT_NE(text.find("{devices=[1,8]<=[8]}"), std::string::npos) << text;
+  const Array xs = device_put(x, rows);
+  const Array got = f(xs);
+  expect_near(got, want, 0);
+  EXPECT_EQ(got.sharding(), cols.str());
+  EXPECT_EQ(addressable_shards(got)[0].data.shape(), (Shape{8, 2}));
+  expect_error([&] { xs.to_host(); }, "donated");
+  set_explain_cache_misses(true);
+  testing::internal::CaptureStderr();
+  expect_near(f(device_put(x, cols)), want, 0);  // another input sharding: a new program
+  const std::string log = testing::internal::GetCapturedStderr();
+  set_explain_cache_misses(false);
+  EXPECT_NE(log.find("argument arg0: sharding " + rows.str() + " -> " + cols.str()),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(f.compile_count(), 2);
+}
