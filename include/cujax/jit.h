@@ -20,12 +20,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "cujax/array.h"
+#include "cujax/runtime/spmd.h"
+#include "cujax/sharding.h"
 #include "cujax/trace/trace.h"
 #include "cujax/tree.h"
 
@@ -37,6 +40,11 @@ struct JitOptions {
   std::vector<int> donate_argnums;     // arguments whose buffers the call may consume
   std::vector<std::string> arg_names;  // names for cache-miss messages (default arg0, ...)
   std::string platform = "cpu";
+  // Per argument (all its leaves), the sharding the program expects; unset: the argument's
+  // own (an unsharded argument is replicated). Arrays of another sharding are resharded.
+  std::vector<std::optional<Sharding>> in_shardings;
+  // Per output leaf; unset: what sharding propagation gives.
+  std::vector<std::optional<Sharding>> out_shardings;
 };
 
 // Compile logging, as jax_log_compiles and jax_explain_cache_misses; also switched on by
@@ -76,6 +84,7 @@ namespace trace {
 struct LeafInfo {
   std::string path;  // "arg0", "arg1[2]", "arg2.w"
   ShapeDtype aval;
+  std::shared_ptr<const Sharding> sharding;  // of a sharded argument (or its in_shardings)
 };
 
 // What a call looks like to the cache.
@@ -107,6 +116,11 @@ struct CompiledProgram {
   MemoryAnalysis memory;
   double trace_seconds = 0;
   double compile_seconds = 0;
+  // Sharded programs (the module had mhlo.num_partitions): the partitioned executable and
+  // the shardings of its arguments and results.
+  std::shared_ptr<runtime::SpmdExecutable> spmd;
+  std::vector<HloSharding> in_shardings;
+  std::vector<HloSharding> out_shardings;
 };
 
 // The non-template part of jit: signatures, the cache, compilation and execution.
@@ -152,6 +166,9 @@ void set_output_weak_types(CompiledProgram& program, const std::vector<Array>& o
 std::vector<Array> execute(const CompiledProgram& program, const std::vector<Array>& inputs);
 // Marks arguments as donated (jax.buffer_donor) in the module's signature.
 void mark_donated(ir::Module& module, const std::vector<bool>& donated);
+// Writes the arguments' and results' shardings (mhlo.sharding) and mhlo.num_partitions, as
+// JAX lowers a jit of sharded arguments.
+void mark_shardings(ir::Module& module, const Signature& sig, const JitOptions& options);
 std::string print(const ir::Module& module);
 std::unique_ptr<ir::Module> reparse(const std::string& text);
 // An abstract Array of `aval` with no value, standing for an argument of lower().
@@ -387,6 +404,7 @@ class Jitted {
     Out out = std::apply(fn_, tracers);
     auto module = tc.finish(tree_leaves(out));
     trace::mark_donated(*module, core_->donated_leaves(sig));
+    trace::mark_shardings(*module, sig, core_->options());
     return {std::move(module), std::move(out)};
   }
 

@@ -2,6 +2,7 @@
 
 #include "cujax/ir/ir.h"
 #include "cujax/runtime/buffer.h"
+#include "cujax/sharding.h"
 #include "cujax/trace/trace.h"
 #include "cujax/transfer_guard.h"
 
@@ -44,6 +45,12 @@ std::shared_ptr<runtime::Buffer> Array::buffer() const {
   if (impl_->donated)
     throw Error("Array " + aval().str() +
                 " has been deleted: it was donated to a jitted call (donate_argnums)");
+  if (!impl_->buffer && !impl_->shards.empty()) {
+    HostTensor global(dtype(), shape());
+    for (size_t p = 0; p < impl_->shards.size(); ++p)
+      host_place(global, impl_->shards[p]->wait(), impl_->sharding->shard_index(shape(), p));
+    impl_->buffer = std::make_shared<runtime::Buffer>(std::move(global));
+  }
   if (!impl_->buffer)
     throw Error("an abstract " + aval().str() +
                 " (a ShapeDtype argument of lower()) has no value; pass a concrete Array");
@@ -51,7 +58,11 @@ std::shared_ptr<runtime::Buffer> Array::buffer() const {
 }
 
 const Array& Array::block_until_ready() const {
-  if (!is_tracer()) buffer()->wait();
+  if (is_tracer()) return *this;
+  if (impl_->sharding && !impl_->donated)
+    for (const auto& b : impl_->shards) b->wait();
+  else
+    buffer()->wait();
   return *this;
 }
 
@@ -99,11 +110,15 @@ Array::operator bool() const {
 
 std::vector<std::string> Array::devices() const {
   if (is_tracer()) throw ConcretizationError("a traced array has no devices");
-  return {impl_->device};
+  if (!impl_->sharding) return {impl_->device};
+  std::vector<std::string> names;
+  for (int d : impl_->sharding->device_ids()) names.push_back("cpu:" + std::to_string(d));
+  return names;
 }
 
 std::string Array::sharding() const {
   if (is_tracer()) throw ConcretizationError("a traced array has no sharding");
+  if (impl_->sharding) return impl_->sharding->str();
   return "SingleDeviceSharding(" + impl_->device + ")";
 }
 

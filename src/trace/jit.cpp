@@ -1,5 +1,9 @@
 #include "cujax/jit.h"
 
+#include <numeric>
+
+#include "sharding/partition.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -69,6 +73,10 @@ void write_file_atomically(const std::filesystem::path& p, const std::string& te
   std::error_code ec;
   std::filesystem::rename(tmp, p, ec);
   if (ec) std::filesystem::remove(tmp, ec);
+}
+
+std::string sharding_name(const trace::LeafInfo& leaf) {
+  return leaf.sharding ? leaf.sharding->str() : "unsharded";
 }
 
 std::string avals_list(const std::vector<ShapeDtype>& avals) {
@@ -147,9 +155,17 @@ Signature JitCore::signature(const std::string& structure, const std::vector<Arr
   for (size_t i = 0; i < leaves.size(); ++i) {
     bool is_static = false;
     for (int a : options_.static_argnums) is_static = is_static || a == arg_of_leaf[i];
-    sig.leaves.push_back({paths[i], leaves[i].aval()});
+    std::shared_ptr<const Sharding> sharding;
+    const int arg = arg_of_leaf[i];
+    if (arg < static_cast<int>(options_.in_shardings.size()) && options_.in_shardings[arg])
+      sharding = std::make_shared<Sharding>(*options_.in_shardings[arg]);
+    else if (leaves[i].valid() && !leaves[i].is_tracer() && leaves[i].impl()->sharding &&
+             !leaves[i].impl()->sharding->hlo(leaves[i].shape()).is_replicated())
+      sharding = leaves[i].impl()->sharding;  // replicated ones key as unsharded ones do
+    sig.leaves.push_back({paths[i], leaves[i].aval(), sharding});
     sig.static_leaf.push_back(is_static);
     sig.key += "|" + leaves[i].aval().str();
+    if (sharding) sig.key += "@" + sharding->str();
     if (is_static) {
       const HostTensor& h = leaves[i].buffer()->wait();
       sig.key += "=" + std::to_string(std::hash<std::string_view>{}(
@@ -183,7 +199,8 @@ std::string JitCore::explain_miss(const Signature& sig) const {
     if (prev.structure != sig.structure || prev.leaves.size() != sig.leaves.size()) continue;
     size_t diffs = 0;
     for (size_t i = 0; i < sig.leaves.size(); ++i)
-      diffs += !(prev.leaves[i].aval == sig.leaves[i].aval);
+      diffs += !(prev.leaves[i].aval == sig.leaves[i].aval) +
+               (sharding_name(prev.leaves[i]) != sharding_name(sig.leaves[i]));
     if (diffs < fewest) {
       fewest = diffs;
       closest = &prev;
@@ -196,6 +213,10 @@ std::string JitCore::explain_miss(const Signature& sig) const {
            seen_.back().structure;
   std::string why;
   for (size_t i = 0; i < sig.leaves.size(); ++i) {
+    const std::string was = sharding_name(closest->leaves[i]), now = sharding_name(sig.leaves[i]);
+    if (was != now)
+      why += (why.empty() ? "" : "; ") + std::string("argument ") + sig.leaves[i].path +
+             ": sharding " + was + " -> " + now;
     if (closest->leaves[i].aval == sig.leaves[i].aval) continue;
     why += (why.empty() ? "" : "; ") + std::string("argument ") + sig.leaves[i].path + ": " +
            closest->leaves[i].aval.str() + " -> " + sig.leaves[i].aval.str();
@@ -250,6 +271,47 @@ void mark_donated(ir::Module& module, const std::vector<bool>& donated) {
       main->arg_attrs[i].push_back({"jax.buffer_donor", ir::Attribute::boolean_attr(true)});
 }
 
+void mark_shardings(ir::Module& module, const Signature& sig, const JitOptions& options) {
+  ir::Function* main = module.lookup("main");
+  // Traced modules say num_partitions = 1; more means with_sharding_constraint set it.
+  int64_t n = sharding::num_partitions(module) > 1 ? sharding::num_partitions(module) : 0;
+  std::string from = "with_sharding_constraint";
+  auto count = [&](const Sharding& s, const std::string& what) {
+    const int64_t k = s.num_devices();
+    if (n > 0 && k != n)
+      throw Error("jit: " + what + " is sharded over " + std::to_string(k) + " devices but " +
+                  from + " over " + std::to_string(n));
+    if (n == 0) from = what;
+    n = k;
+  };
+  size_t arg = 0;
+  main->arg_attrs.resize(main->entry().arguments.size());
+  for (size_t i = 0; i < sig.leaves.size(); ++i) {
+    if (sig.static_leaf[i]) continue;
+    if (const auto& s = sig.leaves[i].sharding) {
+      count(*s, "argument " + sig.leaves[i].path);
+      main->arg_attrs[arg].push_back(
+          {"mhlo.sharding", ir::Attribute::string_attr(s->hlo(sig.leaves[i].aval.shape).str())});
+    }
+    ++arg;
+  }
+  main->result_attrs.resize(main->result_types.size());
+  for (size_t i = 0; i < options.out_shardings.size() && i < main->result_types.size(); ++i)
+    if (const auto& s = options.out_shardings[i]) {
+      count(*s, "output " + std::to_string(i));
+      main->result_attrs[i].push_back(
+          {"mhlo.sharding", ir::Attribute::string_attr(s->hlo(main->result_types[i].shape).str())});
+    }
+  if (n == 0) return;
+  // Unsharded arguments of a sharded program are replicated, as JAX shows them.
+  for (auto& attrs : main->arg_attrs) {
+    bool has = false;
+    for (const auto& a : attrs) has = has || a.name == "mhlo.sharding";
+    if (!has) attrs.push_back({"mhlo.sharding", ir::Attribute::string_attr("{replicated}")});
+  }
+  sharding::set_num_partitions(module, n);
+}
+
 std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> module,
                                                 const std::string& platform,
                                                 const std::vector<bool>& donated) {
@@ -282,10 +344,18 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
   program->donated = donated;
   program->donated.resize(program->in_avals.size(), false);
   program->platform = platform;
+  if (const int64_t n = sharding::num_partitions(*module); n > 1) {
+    auto parts = sharding::partition(*module);
+    program->in_shardings = std::move(parts.in);
+    program->out_shardings = std::move(parts.out);
+    std::vector<int> devices(n);
+    std::iota(devices.begin(), devices.end(), 0);
+    program->spmd = runtime::compile_spmd(runtime::get_backend(platform), *module, devices);
+  }
   program->text = ir::print_module(*module);
   program->cost = cost_analysis(*module);
   program->memory = memory_analysis(*module);
-  program->executable = runtime::get_backend(platform).compile(*module, "main");
+  if (!program->spmd) program->executable = runtime::get_backend(platform).compile(*module, "main");
   // Start the queue dispatch() runs programs on: creating its thread can take milliseconds on a
   // loaded machine, and an ahead-of-time compiled program's first call should only dispatch.
   runtime::device_queue("cpu", 0);
@@ -316,8 +386,51 @@ void set_output_weak_types(CompiledProgram& program, const std::vector<Array>& o
     program.out_avals[i].weak_type = out_leaves[i].weak_type();
 }
 
+namespace {
+// Runs a partitioned program: each partition gets its shard of every input (resharded on the
+// host when an input's sharding is not the program's), outputs are sharded arrays.
+std::vector<Array> execute_spmd(const CompiledProgram& program, const std::vector<Array>& inputs) {
+  const int64_t n = static_cast<int64_t>(program.spmd->local_devices().size());
+  std::vector<std::vector<HostTensor>> args(n);
+  std::optional<Mesh> mesh;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& impl = inputs[i].impl();
+    const HloSharding& want = program.in_shardings[i];
+    if (impl->sharding && impl->sharding->kind() == Sharding::Kind::Named && !mesh)
+      mesh = impl->sharding->mesh();
+    if (impl->sharding && impl->sharding->num_devices() == n && !impl->donated &&
+        impl->sharding->hlo(inputs[i].shape()) == want) {
+      for (int64_t p = 0; p < n; ++p) args[p].push_back(impl->shards[p]->wait());
+      continue;
+    }
+    const HostTensor& whole = inputs[i].buffer()->wait();
+    const Sharding s = GSPMDSharding(std::vector<int>(n, 0), want);
+    for (int64_t p = 0; p < n; ++p)
+      args[p].push_back(want.is_replicated() ? whole
+                                             : host_slice(whole, s.shard_index(whole.shape(), p)));
+  }
+  auto results = program.spmd->execute(args);
+  std::vector<int> devices(n);
+  std::iota(devices.begin(), devices.end(), 0);
+  if (!mesh) mesh = Mesh(devices, {n}, {"x"});
+  std::vector<Array> outs;
+  for (size_t j = 0; j < program.out_avals.size(); ++j) {
+    auto impl = std::make_shared<ArrayImpl>();
+    impl->aval = program.out_avals[j];
+    impl->sharding = std::make_shared<Sharding>(
+        sharding_from_hlo(*mesh, impl->aval.shape, program.out_shardings[j]));
+    for (int64_t p = 0; p < n; ++p)
+      impl->shards.push_back(std::make_shared<runtime::Buffer>(std::move(results[p][j])));
+    outs.emplace_back(impl);
+  }
+  return outs;
+}
+}  // namespace
+
 std::vector<Array> execute(const CompiledProgram& program, const std::vector<Array>& inputs) {
-  std::vector<Array> outs = dispatch(program.executable, inputs, program.out_avals, "jit");
+  std::vector<Array> outs = program.spmd
+                                ? execute_spmd(program, inputs)
+                                : dispatch(program.executable, inputs, program.out_avals, "jit");
   for (size_t i = 0; i < inputs.size() && i < program.donated.size(); ++i)
     if (program.donated[i]) inputs[i].impl()->donated = true;
   return outs;

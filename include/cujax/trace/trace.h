@@ -29,6 +29,10 @@ struct ArrayImpl {
   trace::TraceContext* trace = nullptr;
   ir::Value* value = nullptr;
   bool donated = false;  // consumed by a jitted call with donate_argnums
+  // Sharded arrays: one buffer per partition of `sharding`; `buffer` is the assembled global
+  // value, made on first use (eager ops and to_host use it).
+  std::shared_ptr<const Sharding> sharding;
+  std::vector<std::shared_ptr<runtime::Buffer>> shards;
 };
 
 namespace trace {
