@@ -94,6 +94,7 @@ TEST(ServeEngine, MatchesGenerateBatchedAndNeverCompilesAfterStart) {
   int64_t total = 0;
   for (const auto& e : expected) total += static_cast<int64_t>(e.size());
   EXPECT_EQ(s.generated_tokens, total);
+  EXPECT_EQ(s.active, 0);
   engine.drain();
 }
 

@@ -176,6 +176,7 @@ void Engine::loop() {
           static_cast<int64_t>(s.tokens.size()) >= max_len_) {
         if (s.request->on_done) s.request->on_done();
         s.request.reset();
+        --stats_.active;
       }
     }
   }
