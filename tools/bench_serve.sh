@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Measures `cujax serve` on loopback: req/s, tok/s, p50/p99 latency and the count of 5xx.
+# Usage: tools/bench_serve.sh CUJAX MODEL_DIR MAX_BATCH CLIENTS SECONDS (closed-loop curl clients)
 cujax=$1 model=$2 mb=$3 clients=$4 secs=$5 port=$((30000 + RANDOM % 10000))
 w=$(mktemp -d)
 "$cujax" serve --model "$model" --port $port --max-batch $mb --max-queue 64 2>/dev/null &
