@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   libzstd-dev
+  libcpp-httplib-dev  # `cujax serve` (header-only httplib.h)
   clang libclang-rt-dev clang-format
   fortunes          # the default training corpus (/usr/share/games/fortunes)
   python3-zarr      # a test reads cujax checkpoints with Python's zarr

@@ -11,6 +11,9 @@
 #include "cli/export_model.h"
 #include "cli/generate.h"
 #include "cli/run.h"
+#ifdef CUJAX_HAVE_HTTPLIB
+#include "cli/serve.h"
+#endif
 #include "cli/train.h"
 #include "cujax/core/error.h"
 #include "cujax/runtime/backend.h"
@@ -38,6 +41,8 @@ commands:
                                a trained model as a portable artifact, weights included
   run FILE --input X.npy... --output OUT.npy... [--print]
                                run an exported artifact on .npy inputs (docs/export.md)
+  serve --model DIR            HTTP JSON API with continuous batching (docs/serving.md)
+      --host H --port P --max-batch B --max-queue Q --auth-token-file F
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
   bench train                  ms/step and tokens/s of the tiny config against PyTorch CPU
   version                      print the version
@@ -109,6 +114,9 @@ int main(int argc, char** argv) {
     if (command == "generate") return cujax::cli::generate_command(args);
     if (command == "run") return cujax::cli::run_artifact(args);
     if (command == "export") return cujax::cli::export_command(args);
+#ifdef CUJAX_HAVE_HTTPLIB
+    if (command == "serve") return cujax::cli::serve_command(args);
+#endif
     if (command == "bench") {
       if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
       if (!args.empty() && args[0] == "train")

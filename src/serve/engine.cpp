@@ -1,0 +1,185 @@
+#include "cujax/serve/engine.h"
+
+#include <limits>
+
+#include "cujax/jit.h"
+#include "cujax/lax.h"
+#include "cujax/numpy.h"
+#include "cujax/random.h"
+
+namespace cujax::serve {
+
+namespace jnp = cujax::numpy;
+
+namespace {
+
+Array row(const Array& x, int64_t i) {
+  Shape s(x.shape().begin() + 1, x.shape().end());
+  return jnp::reshape(lax::slice_in_dim(x, i, i + 1, 1, 0), s);
+}
+
+// tokens (B, L) padded sequences, positions (B,) the index of each slot's last token, seeds,
+// temperatures and top_k (B,) -> the next token of every slot (B,).
+Array step_fn(models::TransformerLM& model, const State& params, const Array& tokens,
+              const Array& positions, const Array& seeds, const Array& temperatures,
+              const Array& top_k) {
+  const int64_t batch = tokens.shape()[0], vocab = model.config.vocab_size;
+  const Array logits_all = nnx::functional_call(model, params, [&] { return model(tokens); });
+  const Array logits =
+      jnp::reshape(jnp::take_along_axis(logits_all, jnp::reshape(positions, Shape{batch, 1, 1}), 1),
+                   Shape{batch, vocab});
+  const Array greedy = jnp::astype(jnp::argmax(logits, -1), DType::I32);
+  // Sampling as models::generate's sample(), with the temperature and k as values per slot.
+  const Array temp = jnp::reshape(temperatures, Shape{batch, 1});
+  const Array scaled = logits / jnp::where(jnp::less(0.0f, temp), temp, 1.0f);
+  const Array sorted = lax::top_k(scaled, vocab).first;  // descending
+  const Array k = jnp::reshape(top_k, Shape{batch, 1});
+  const Array kth = jnp::take_along_axis(sorted, jnp::maximum(k - 1, 0), 1);
+  const Array keep = jnp::logical_or(jnp::less(k, 1), jnp::logical_not(jnp::less(scaled, kth)));
+  const Array masked = jnp::where(keep, scaled, -std::numeric_limits<float>::infinity());
+  std::vector<Array> sampled;
+  for (int64_t b = 0; b < batch; ++b) {
+    const Array key = random::fold_in(random::PRNGKey(row(seeds, b)), row(positions, b) + 1);
+    sampled.push_back(jnp::astype(random::categorical(key, row(masked, b), -1), DType::I32));
+  }
+  return jnp::where(jnp::less(0.0f, temperatures), jnp::stack(sampled), greedy);
+}
+
+}  // namespace
+
+Engine::Engine(models::TransformerLM& model, State params, int64_t max_batch, int64_t max_queue)
+    : model_(model),
+      params_(std::move(params)),
+      max_batch_(max_batch),
+      max_queue_(max_queue),
+      max_len_(model.config.max_len),
+      slots_(static_cast<size_t>(max_batch)) {
+  if (max_batch < 1) throw Error("serve: max_batch must be >= 1, got " + std::to_string(max_batch));
+  if (max_queue < 0) throw Error("serve: max_queue must be >= 0, got " + std::to_string(max_queue));
+  stats_.batch_sizes.assign(static_cast<size_t>(max_batch + 1), 0);
+  JitOptions jo;
+  jo.name = "serve_step";
+  auto jitted = jit(
+      [&model](const State& params, const Array& tokens, const Array& positions, const Array& seeds,
+               const Array& temperatures, const Array& top_k) {
+        return step_fn(model, params, tokens, positions, seeds, temperatures, top_k);
+      },
+      jo);
+  step_ = [jitted](const State& p, const Array& t, const Array& pos, const Array& s,
+                   const Array& temp,
+                   const Array& k) mutable { return jitted(p, t, pos, s, temp, k); };
+}
+
+Engine::~Engine() {
+  drain();
+}
+
+void Engine::start() {
+  run_step();  // compiles the only shape the scheduler uses
+  ready_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+bool Engine::submit(std::shared_ptr<Request> r) {
+  if (r->prompt.empty()) throw Error("prompt: needs at least one token");
+  if (static_cast<int64_t>(r->prompt.size()) >= max_len_)
+    throw Error("prompt: " + std::to_string(r->prompt.size()) + " tokens; the model's context is " +
+                std::to_string(max_len_));
+  for (int32_t t : r->prompt)
+    if (t < 0 || t >= model_.config.vocab_size)
+      throw Error("prompt: token " + std::to_string(t) + " is outside the vocabulary");
+  if (r->max_tokens < 1) throw Error("max_tokens: must be >= 1");
+  if (r->temperature < 0) throw Error("temperature: must be >= 0");
+  if (r->top_k < 0) throw Error("top_k: must be >= 0");
+  if (r->seed < 0 || r->seed > std::numeric_limits<int32_t>::max())
+    throw Error("seed: must be in [0, 2^31)");
+  std::lock_guard lock(mutex_);
+  if (stopping_) return false;
+  if (static_cast<int64_t>(queue_.size()) >= max_queue_) return false;
+  queue_.push_back(std::move(r));
+  stats_.queue_depth = static_cast<int64_t>(queue_.size());
+  wake_.notify_one();
+  return true;
+}
+
+void Engine::drain() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    wake_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+std::vector<int32_t> Engine::run_step() {
+  const int64_t B = max_batch_, L = max_len_;
+  std::vector<int32_t> tokens(static_cast<size_t>(B * L), 0), positions(B, 0), seeds(B, 0),
+      top_k(B, 0);
+  std::vector<float> temps(B, 0.0f);
+  for (int64_t b = 0; b < B; ++b) {
+    const Slot& s = slots_[b];
+    if (!s.request) continue;
+    std::copy(s.tokens.begin(), s.tokens.end(), tokens.begin() + b * L);
+    positions[b] = static_cast<int32_t>(s.tokens.size()) - 1;
+    seeds[b] = static_cast<int32_t>(s.request->seed);
+    temps[b] = static_cast<float>(s.request->temperature);
+    top_k[b] = static_cast<int32_t>(s.request->top_k);
+  }
+  return step_(params_, jnp::array(tokens, Shape{B, L}), jnp::array(positions, Shape{B}),
+               jnp::array(seeds, Shape{B}), jnp::array(temps, Shape{B}),
+               jnp::array(top_k, Shape{B}))
+      .to_vector<int32_t>();
+}
+
+void Engine::loop() {
+  for (;;) {
+    int64_t active = 0;
+    {
+      std::unique_lock lock(mutex_);
+      auto busy = [&] {
+        for (const Slot& s : slots_)
+          if (s.request) return true;
+        return false;
+      };
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || busy(); });
+      // New requests join at this step.
+      for (Slot& s : slots_) {
+        if (s.request || queue_.empty()) continue;
+        s.request = queue_.front();
+        queue_.pop_front();
+        s.tokens = s.request->prompt;
+        s.generated = 0;
+      }
+      stats_.queue_depth = static_cast<int64_t>(queue_.size());
+      for (const Slot& s : slots_) active += s.request ? 1 : 0;
+      stats_.active = active;
+      if (active == 0 && stopping_) return;
+    }
+    if (active == 0) continue;
+    const std::vector<int32_t> next = run_step();
+    std::lock_guard lock(mutex_);
+    ++stats_.steps;
+    ++stats_.batch_sizes[active];
+    for (size_t b = 0; b < slots_.size(); ++b) {
+      Slot& s = slots_[b];
+      if (!s.request) continue;
+      s.tokens.push_back(next[b]);
+      ++s.generated;
+      ++stats_.generated_tokens;
+      const bool more = s.request->on_token ? s.request->on_token(next[b]) : true;
+      if (!more || s.generated >= s.request->max_tokens ||
+          static_cast<int64_t>(s.tokens.size()) >= max_len_) {
+        if (s.request->on_done) s.request->on_done();
+        s.request.reset();
+        --stats_.active;
+      }
+    }
+  }
+}
+
+}  // namespace cujax::serve

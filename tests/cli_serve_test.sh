@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# `cujax serve` end to end on loopback with a 2-step tiny model: greedy output equals `cujax
+# generate`, no compilation after ready, the first request is not slower than later ones, every
+# bad request gets its 4xx and the server keeps serving, 401 without the token, 429 when the
+# queue is full, a disconnected stream frees its slot, SIGTERM finishes in-flight requests.
+# Usage: cli_serve_test.sh CUJAX SOURCE_DIR
+set -uo pipefail
+cujax="$1"
+src="$2"
+work="$(mktemp -d)"
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+port=$((20000 + RANDOM % 20000))
+url="http://127.0.0.1:$port"
+
+cat "$src"/docs/*.md >"$work/corpus.txt"
+"$cujax" train --config tiny --data "$work/corpus.txt" --steps 2 --batch 2 --seq 16 --log-every 1 \
+  --eval-every 2 --eval-batches 1 --out "$work/model" >/dev/null 2>&1 || { echo "train failed"; exit 1; }
+echo secret-token >"$work/token"
+
+start() {  # start ARGS...: serves the model and waits for /healthz 200
+  "$cujax" serve --model "$work/model" --port "$port" "$@" >"$work/serve.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] && return 0
+    sleep 0.1
+  done
+  fail "not ready: $(cat "$work/serve.log")"
+  exit 1
+}
+stop() { kill -TERM "$pid"; wait "$pid"; local rc=$?; pid=""; return $rc; }
+auth=(-H "Authorization: Bearer secret-token")
+post() { curl -s "${auth[@]}" -o "$work/body" -w '%{http_code}' "$url/v1/generate" -d "$1"; }
+expect() {  # expect STATUS BODY
+  local code
+  code=$(post "$2")
+  [ "$code" = "$1" ] || fail "$2: status $code, expected $1: $(cat "$work/body")"
+  if [ "$1" != 200 ]; then grep -q '"error"' "$work/body" || fail "$2: no error field"; fi
+}
+compiles() { curl -s "${auth[@]}" "$url/metrics" | awk '/^cujax_compile_total/ {print $2}'; }
+
+start --max-batch 4 --max-queue 8 --auth-token-file "$work/token"
+before=$(compiles)
+
+# Greedy equality with `cujax generate`.
+for prompt in "Hello" "The model" "a"; do
+  expect 200 "{\"prompt\": \"$prompt\", \"max_tokens\": 12, \"temperature\": 0}"
+  "$cujax" generate --model "$work/model" --prompt "$prompt" --max-tokens 12 --temperature 0 \
+    >"$work/gen" 2>/dev/null
+  /usr/bin/python3 - "$work/body" "$work/gen" "$prompt" <<'PY' || fail "greedy '$prompt' differs"
+import json, sys
+served = bytes(json.load(open(sys.argv[1]))["tokens"])
+gen = open(sys.argv[2], "rb").read()[len(sys.argv[3].encode()):-1]
+sys.exit(0 if served == gen and len(served) == 12 else 1)
+PY
+done
+
+# Every prompt length the model allows, and seeded sampling.
+max_len=$(/usr/bin/python3 -c "import json;print(json.load(open('$work/model/config.json'))['model']['max_len'])")
+for n in 1 7 31 $((max_len - 1)); do
+  p=$(printf 'x%.0s' $(seq "$n"))
+  expect 200 "{\"prompt\": \"$p\", \"max_tokens\": 2, \"temperature\": 0.8, \"top_k\": 5, \"seed\": 3}"
+done
+expect 200 '{"prompt": "Hi", "max_tokens": 5, "temperature": 1.0, "seed": 7}'
+cp "$work/body" "$work/seeded"
+expect 200 '{"prompt": "Hi", "max_tokens": 5, "temperature": 1.0, "seed": 7}'
+cmp -s "$work/body" "$work/seeded" || fail "the same seed gave different text"
+
+# Server-sent events.
+curl -sN "${auth[@]}" "$url/v1/generate" -d '{"prompt": "Hi", "max_tokens": 3, "stream": true}' >"$work/sse"
+[ "$(grep -c '^data: {"token"' "$work/sse")" = 3 ] || fail "stream: not 3 token events: $(cat "$work/sse")"
+tail -n 2 "$work/sse" | grep -q '^data: \[DONE\]' || fail "stream: no [DONE]"
+
+# Bad requests: 4xx with {"error"}, and the server keeps serving.
+long=$(printf 'x%.0s' $(seq "$max_len"))
+expect 400 '{"prompt": "Hi"'
+expect 400 '[1, 2]'
+expect 400 '{"max_tokens": 3}'
+expect 400 '{"prompt": ""}'
+expect 400 "{\"prompt\": \"$long\"}"
+expect 400 '{"prompt": "Hi", "max_tokens": 0}'
+expect 400 "{\"prompt\": \"Hi\", \"max_tokens\": $((max_len + 1))}"
+expect 400 '{"prompt": "Hi", "max_tokens": "3"}'
+expect 400 '{"prompt": "Hi", "temperature": -1}'
+expect 400 '{"prompt": "Hi", "top_k": -2}'
+expect 400 '{"prompt": "Hi", "seed": 1.5}'
+expect 400 '{"prompt": "Hi", "stream": 1}'
+expect 400 '{"prompt": "Hi", "unknown": 1}'
+expect 400 "$(printf '{"prompt": "\xff\xfe"}')"
+head -c 70000 /dev/zero | tr '\0' 'x' >"$work/big"
+code=$(curl -s "${auth[@]}" -o /dev/null -w '%{http_code}' "$url/v1/generate" --data-binary @"$work/big")
+[ "$code" = 413 ] || fail "70 kB body: status $code, expected 413"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/generate" -d '{"prompt": "Hi"}')
+[ "$code" = 401 ] || fail "no token: status $code, expected 401"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")
+[ "$code" = 200 ] || fail "/healthz without the token: $code"
+expect 200 '{"prompt": "Hi", "max_tokens": 2}'
+
+# A client that goes away mid-stream frees its slot.
+curl -sN "${auth[@]}" --max-time 0.3 "$url/v1/generate" \
+  -d "{\"prompt\": \"Hi\", \"max_tokens\": $((max_len - 3)), \"stream\": true}" >/dev/null
+sleep 1
+active=$(curl -s "${auth[@]}" "$url/metrics" | awk '/^cujax_active_slots/ {print $2}')
+[ "$active" = 0 ] || fail "after a disconnect $active slots are still active"
+
+after=$(compiles)
+[ "$before" = "$after" ] || fail "compile counter grew while serving: $before -> $after"
+stop || fail "SIGTERM: nonzero exit"
+
+# The first request after ready is no slower than 1.5x the median of later ones (20 ms slack
+# for a loaded machine).
+start --max-batch 2
+for i in $(seq 7); do
+  curl -s -o /dev/null -w '%{time_total}\n' "$url/v1/generate" -d '{"prompt": "Hello", "max_tokens": 8}'
+done >"$work/times"
+/usr/bin/python3 - "$work/times" <<'PY' || fail "first request slow: $(tr '\n' ' ' <"$work/times")"
+import statistics, sys
+t = [float(x) for x in open(sys.argv[1])]
+sys.exit(0 if t[0] <= 1.5 * statistics.median(t[1:]) + 0.02 else 1)
+PY
+
+# 429 when the queue is full (1 slot, queue 1: of 6 concurrent requests some are refused).
+stop
+start --max-batch 1 --max-queue 1
+for i in $(seq 6); do
+  curl -s -o /dev/null -D "$work/h$i" -w '%{http_code}\n' "$url/v1/generate" \
+    -d "{\"prompt\": \"Hi\", \"max_tokens\": $((max_len - 3))}" >"$work/c$i" &
+done
+wait $(jobs -p | grep -v "^$pid$") 2>/dev/null
+sleep 0.1
+while [ "$(cat "$work"/c* | wc -l)" -lt 6 ]; do sleep 0.2; done
+grep -q 429 "$work"/c* || fail "no 429 with a full queue: $(cat "$work"/c*)"
+grep -q 200 "$work"/c* || fail "no 200 with a full queue: $(cat "$work"/c*)"
+grep -qi '^Retry-After' $(grep -l 429 "$work"/c* | head -1 | sed 's/c\([0-9]\)$/h\1/') ||
+  fail "429 without Retry-After"
+
+# SIGTERM drains: an in-flight request still completes, the exit status is 0.
+curl -s -o "$work/inflight" -w '%{http_code}' "$url/v1/generate" \
+  -d "{\"prompt\": \"Hi\", \"max_tokens\": $((max_len - 3))}" >"$work/inflight_code" &
+curl_pid=$!
+sleep 0.3
+stop || fail "SIGTERM while serving: nonzero exit"
+wait "$curl_pid"
+[ "$(cat "$work/inflight_code")" = 200 ] || fail "in-flight request: $(cat "$work/inflight_code")"
+n=$(/usr/bin/python3 -c "import json;print(json.load(open('$work/inflight'))['generated_tokens'])" 2>/dev/null)
+[ "$n" = $((max_len - 3)) ] || fail "in-flight request cut short: $n tokens"
+
+if ((failures)); then echo "$failures failure(s)"; exit 1; fi
+echo "cli_serve: all checks passed"
