@@ -106,6 +106,20 @@ std::vector<int64_t> iota_row(int n) {
   return r;
 }
 
+// cross_replica: each row of replica ids is a group within every partition.
+std::vector<std::vector<int>> cross_replica_groups(const ir::Operation& op, Compiler& cc,
+                                                   const std::vector<std::vector<int64_t>>& rows) {
+  const int R = cc.num_replicas(), P = cc.num_partitions();
+  std::vector<std::vector<int>> groups;
+  for (int p = 0; p < P; ++p)
+    for (const auto& row : rows) {
+      std::vector<int> g;
+      for (int64_t r : row) g.push_back(checked_id(op, cc, r, R, "replica") * P + p);
+      groups.push_back(g);
+    }
+  return groups;
+}
+
 // all_reduce, all_gather, reduce_scatter: cross_replica, cross_replica_and_partition or
 // flattened_ids.
 ProcessGroups replica_groups(const ir::Operation& op, Compiler& cc) {
@@ -130,13 +144,8 @@ ProcessGroups replica_groups(const ir::Operation& op, Compiler& cc) {
           for (int64_t r : row) g.push_back(checked_id(op, cc, r, R, "replica") * P + p);
         groups.push_back(g);
       }
-    } else {  // cross_replica
-      for (int p = 0; p < P; ++p)
-        for (const auto& row : rows) {
-          std::vector<int> g;
-          for (int64_t r : row) g.push_back(checked_id(op, cc, r, R, "replica") * P + p);
-          groups.push_back(g);
-        }
+    } else {
+      groups = cross_replica_groups(op, cc, rows);
     }
   }
   return make_groups(op, cc, std::move(groups));
@@ -158,12 +167,7 @@ ProcessGroups scoped_groups(const ir::Operation& op, Compiler& cc,
         groups.push_back(g);
       }
   } else {
-    for (int p = 0; p < P; ++p)
-      for (const auto& row : rows) {
-        std::vector<int> g;
-        for (int64_t r : row) g.push_back(checked_id(op, cc, r, R, "replica") * P + p);
-        groups.push_back(g);
-      }
+    groups = cross_replica_groups(op, cc, rows);
   }
   return make_groups(op, cc, std::move(groups));
 }
