@@ -2,7 +2,7 @@
 # `cujax train --mesh`: data-parallel (data=2) and data x tensor-parallel (data=2,model=2) runs
 # of the same steps give the single-device run's losses (metrics.csv, one row per step) within
 # 1e-4 relative: only the order of the sums over the batch and the split kernels differs.
-# Bad meshes give one error line and exit status 2.
+# A log row's loss is the mean over its steps. Bad meshes give one error line and exit status 2.
 # Usage: cli_train_mesh_test.sh CUJAX SOURCE_DIR
 set -uo pipefail
 cujax="$1"
@@ -56,6 +56,15 @@ for mesh in data=2 data=2,model=2; do
           exit bad }' "$work/one/metrics.csv" "$work/$mesh/metrics.csv" ||
     fail "--mesh $mesh losses differ from one device's"
 done
+
+# One log row for all five steps: its train_loss is the mean of the five steps' losses (the
+# first step, which compiles, is timed apart but still counted in the loss).
+"$cujax" "${small[@]}" --log-every 5 --mesh data=2 --out "$work/window" >"$work/window.log" 2>&1 ||
+  { fail "--log-every 5 run"; cat "$work/window.log"; }
+awk -F, 'NR == FNR { if (FNR > 1) sum += $2; next }
+  FNR == 2 { d = $2 - sum / 5; if (d < 0) d = -d; if ($1 != 5 || d > 1e-4 * $2) {
+    printf "step %s: logged %s, mean of the steps %s\n", $1, $2, sum / 5; exit 1 } }' \
+  "$work/one/metrics.csv" "$work/window/metrics.csv" || fail "a log's train_loss is not its steps' mean"
 
 if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "cli_train_mesh_test: all checks passed"

@@ -389,7 +389,8 @@ int train_command(const std::vector<std::string>& argv) {
   int64_t window_steps = 0;
   double compile_seconds = 0, last_loss = 0;
   std::optional<double> last_val;
-  Array loss_sum;  // on the device until the next log
+  Array loss_sum;          // on the device until the next log
+  int64_t loss_steps = 0;  // in loss_sum; the timed window_steps leave out the compiling step
   auto save = [&](int64_t step) {
     std::map<std::string, double> metrics;
     if (last_val) metrics["val_loss"] = *last_val;
@@ -404,6 +405,7 @@ int train_command(const std::vector<std::string>& argv) {
     opt_state = std::move(new_opt_state);
     const Array& loss = metrics.at("loss");
     loss_sum = loss_sum.valid() ? loss_sum + loss : loss;
+    ++loss_steps;
     ++window_steps;
     if (step == start_step) {
       // The first call traces and compiles: time it apart from the throughput.
@@ -416,7 +418,7 @@ int train_command(const std::vector<std::string>& argv) {
     const bool log_now = done % log_every == 0 || done == steps;
     const bool eval_now = done % eval_every == 0 || done == steps;
     if (!log_now && !eval_now) continue;
-    last_loss = loss_sum.item<float>() / static_cast<double>(std::max<int64_t>(window_steps, 1));
+    last_loss = loss_sum.item<float>() / static_cast<double>(loss_steps);
     const double secs = seconds_since(window_start);
     const double steps_per_s = window_steps > 0 && secs > 0 ? window_steps / secs : 0;
     const double tokens_per_s = steps_per_s * batch_size * seq_len;
@@ -428,6 +430,7 @@ int train_command(const std::vector<std::string>& argv) {
                     models::learning_rate_at(opt, step), tokens_per_s, seconds_since(start)});
     if (checkpoint_every > 0 && done % checkpoint_every == 0 && done != steps) save(done);
     loss_sum = Array();
+    loss_steps = 0;
     window_steps = 0;
     window_start = clock::now();
   }
