@@ -415,3 +415,25 @@ TEST_F(Sharding8, EquivalentShardingsShareAProgram) {
   f(device_put(x, NamedSharding(mesh, P("data"))));  // another tile form: another program
   EXPECT_EQ(f.compile_count(), 2);
 }
+
+TEST_F(Sharding8, RowsAndColumnsShardedMatmul) {
+  // docs/sharding.md's example: rows over data, the kernel's columns over model.
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array batch = random_array({8, 4}, 15), kernel = random_array({4, 6}, 16);
+  const Array x = device_put(batch, NamedSharding(mesh, P("data", std::nullopt)));
+  const Array w = device_put(kernel, NamedSharding(mesh, P(std::nullopt, "model")));
+  auto f = jit([](const Array& x, const Array& w) { return np::tanh(np::matmul(x, w)); });
+  const Array y = f(x, w);
+  expect_near(y, np::tanh(np::matmul(batch, kernel)), 1e-6);
+  EXPECT_EQ(y.sharding(),
+            "NamedSharding(mesh=Mesh('data': 4, 'model': 2), spec=PartitionSpec('data', "
+            "'model'))");
+  const auto shards = addressable_shards(y);
+  ASSERT_EQ(shards.size(), 8u);
+  EXPECT_EQ(shards[5].data.shape(), (Shape{2, 3}));
+  EXPECT_EQ(shards[5].index[0], (std::pair<int64_t, int64_t>{4, 6}));  // data index 2
+  EXPECT_EQ(shards[5].index[1], (std::pair<int64_t, int64_t>{3, 6}));  // model index 1
+  // No contracting dimension is split: no collective at all.
+  const std::string compiled = f.lower(x, w).compile().as_text();
+  EXPECT_EQ(count(compiled, "stablehlo.all_"), 0u) << compiled;
+}
