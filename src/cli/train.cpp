@@ -181,8 +181,8 @@ bool ends_with(const std::string& s, const std::string& end) {
   return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
 
-// Megatron-style tensor parallelism: the MLP's fc and the attention's query/key/value split by
-// output (columns, heads), proj and out by input, so each block needs one all_reduce forward.
+// Tensor parallelism as in Megatron-LM: the MLP's fc and the attention's query/key/value split
+// by output (columns, heads), proj and out by input (their products are then all_reduced).
 // Optimizer moments end with their parameter's path and are placed the same way; everything
 // else is replicated.
 PartitionSpec param_spec(const std::string& path, bool model_axis) {
@@ -417,7 +417,11 @@ int train_command(const std::vector<std::string>& argv) {
     const int64_t done = step + 1;
     const bool log_now = done % log_every == 0 || done == steps;
     const bool eval_now = done % eval_every == 0 || done == steps;
-    if (!log_now && !eval_now) continue;
+    const bool save_now = checkpoint_every > 0 && done % checkpoint_every == 0 && done != steps;
+    if (!log_now && !eval_now) {
+      if (save_now) save(done);
+      continue;
+    }
     last_loss = loss_sum.item<float>() / static_cast<double>(loss_steps);
     const double secs = seconds_since(window_start);
     const double steps_per_s = window_steps > 0 && secs > 0 ? window_steps / secs : 0;
@@ -428,7 +432,7 @@ int train_command(const std::vector<std::string>& argv) {
     progress.update(done, steps_per_s, tokens_per_s, last_loss, last_val);
     rows.push_back({static_cast<double>(done), last_loss, val.value_or(NAN),
                     models::learning_rate_at(opt, step), tokens_per_s, seconds_since(start)});
-    if (checkpoint_every > 0 && done % checkpoint_every == 0 && done != steps) save(done);
+    if (save_now) save(done);
     loss_sum = Array();
     loss_steps = 0;
     window_steps = 0;
