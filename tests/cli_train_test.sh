@@ -46,6 +46,11 @@ done
 grep -q "unigram baseline" "$work/a.log" || fail "train did not report the unigram baseline"
 expect_usage_error "existing run" "already holds a training run" train "${small[@]}" --steps 12 --out "$work/a"
 
+# Checkpoints are saved at their steps whether or not a log falls there.
+"$cujax" train "${small[@]}" --steps 6 --checkpoint-every 3 --log-every 4 --out "$work/c" >"$work/c.log" 2>&1 ||
+  { fail "train c"; cat "$work/c.log"; }
+[ -e "$work/c/checkpoints/3/default" ] || fail "no checkpoint at step 3 between logs"
+
 # The same run, interrupted after its step-6 checkpoint (step 12 lost), then resumed.
 "$cujax" train "${small[@]}" --steps 12 --checkpoint-every 6 --out "$work/b" >"$work/b.log" 2>&1 || fail "train b"
 rm -rf "$work/b/checkpoints/12" "$work/b/opt_state/12"

@@ -356,3 +356,84 @@ TEST_F(Sharding8, ConstraintsOutShardingsCacheAndDonation) {
       << log;
   EXPECT_EQ(f.compile_count(), 2);
 }
+
+TEST_F(Sharding8, LoweredTextOfShardedArgumentsAndGradientAllReduce) {
+  const Mesh mesh = make_mesh({8}, {"data"});
+  const Array x = random_array({16, 4}, 12), w = random_array({4, 3}, 13);
+  auto loss = [](const Array& w, const Array& x) { return np::sum(np::tanh(np::matmul(x, w))); };
+  JitOptions o;
+  o.out_shardings = {NamedSharding(mesh, P())};
+  auto g = jit([&](const Array& w, const Array& x) { return grad(loss)(w, x); }, o);
+  // Concrete sharded arguments (no in_shardings) lower with their shardings, as jax.jit does.
+  const Array xs = device_put(x, NamedSharding(mesh, P("data", std::nullopt)));
+  auto lowered = g.lower(w, xs);
+  const std::string text = lowered.as_text();
+  EXPECT_NE(text.find("%arg0: tensor<4x3xf32> {mhlo.sharding = \"{replicated}\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("%arg1: tensor<16x4xf32> {mhlo.sharding = \"{devices=[8,1]<=[8]}\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("-> (tensor<4x3xf32> {jax.result_info = \"result\", mhlo.sharding = "
+                      "\"{replicated}\"})"),
+            std::string::npos)
+      << text;
+  // Partitioned: each device's rows are 2x4, and the gradient's sum over the rows is one
+  // all_reduce over all 8 devices of the partial gradients (3x4, before the transpose).
+  const std::string compiled = lowered.compile().as_text();
+  EXPECT_NE(compiled.find("tensor<2x4xf32>"), std::string::npos) << compiled;
+  EXPECT_EQ(count(compiled, "stablehlo.all_reduce"), 1u) << compiled;
+  EXPECT_NE(compiled.find("stablehlo.all_reduce\"(%"), std::string::npos) << compiled;
+  EXPECT_NE(compiled.find("replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]>"), std::string::npos)
+      << compiled;
+  EXPECT_NE(compiled.find("}) : (tensor<3x4xf32>) -> tensor<3x4xf32>"), std::string::npos)
+      << compiled;
+
+  // The partitioned call reports its time in collectives; a one-device call reports none.
+  const Array want = jit([&](const Array& w, const Array& x) { return grad(loss)(w, x); })(w, x);
+  expect_near(g(w, xs), want, 1e-5);
+  const auto stats = g.last_spmd_stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_GT(stats->seconds, 0);
+  EXPECT_GE(stats->collective_seconds, 0);
+  EXPECT_LE(stats->collective_seconds, stats->seconds);
+  auto one = jit([&](const Array& w, const Array& x) { return grad(loss)(w, x); });
+  one(w, x);
+  EXPECT_FALSE(one.last_spmd_stats().has_value());
+}
+
+TEST_F(Sharding8, EquivalentShardingsShareAProgram) {
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array x = random_array({8, 6, 4}, 14);
+  auto f = jit([](const Array& x) { return np::tanh(x) * 3.0f; });
+  // A trailing None changes the spec's text, not the tile form: one compilation.
+  const Array a = f(device_put(x, NamedSharding(mesh, P(std::nullopt, "model", std::nullopt))));
+  const Array b = f(device_put(x, NamedSharding(mesh, P(std::nullopt, "model"))));
+  EXPECT_EQ(f.compile_count(), 1);
+  expect_near(a, np::tanh(x) * 3.0f, 1e-6);
+  expect_near(b, a, 0);
+  f(device_put(x, NamedSharding(mesh, P("data"))));  // another tile form: another program
+  EXPECT_EQ(f.compile_count(), 2);
+}
+
+TEST_F(Sharding8, RowsAndColumnsShardedMatmul) {
+  // docs/sharding.md's example: rows over data, the kernel's columns over model.
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array batch = random_array({8, 4}, 15), kernel = random_array({4, 6}, 16);
+  const Array x = device_put(batch, NamedSharding(mesh, P("data", std::nullopt)));
+  const Array w = device_put(kernel, NamedSharding(mesh, P(std::nullopt, "model")));
+  auto f = jit([](const Array& x, const Array& w) { return np::tanh(np::matmul(x, w)); });
+  const Array y = f(x, w);
+  expect_near(y, np::tanh(np::matmul(batch, kernel)), 1e-6);
+  EXPECT_EQ(y.sharding(),
+            "NamedSharding(mesh=Mesh('data': 4, 'model': 2), spec=PartitionSpec('data', "
+            "'model'))");
+  const auto shards = addressable_shards(y);
+  ASSERT_EQ(shards.size(), 8u);
+  EXPECT_EQ(shards[5].data.shape(), (Shape{2, 3}));
+  EXPECT_EQ(shards[5].index[0], (std::pair<int64_t, int64_t>{4, 6}));  // data index 2
+  EXPECT_EQ(shards[5].index[1], (std::pair<int64_t, int64_t>{3, 6}));  // model index 1
+  // No contracting dimension is split: no collective at all.
+  const std::string compiled = f.lower(x, w).compile().as_text();
+  EXPECT_EQ(count(compiled, "stablehlo.all_"), 0u) << compiled;
+}

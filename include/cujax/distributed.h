@@ -23,6 +23,8 @@ struct InitializeOptions {
 // do not all connect within CUJAX_COLLECTIVE_TIMEOUT, or when called twice. After shutdown()
 // MPI cannot be initialized again in the same process (an MPI rule); TCP can.
 void initialize(const InitializeOptions& options = {});
+// With TCP, waits (up to CUJAX_COLLECTIVE_TIMEOUT) until every process has called it, since
+// process 0 relays the others' collectives.
 void shutdown();
 bool is_initialized();
 int process_count();                   // 1 before initialize

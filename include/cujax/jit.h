@@ -144,6 +144,12 @@ class JitCore {
                    const std::vector<Array>& out_leaves, double trace_seconds);
   size_t cache_size() const { return cache_.size(); }
   int64_t compile_count() const { return compile_count_; }
+  // The program the latest call ran, for its partitioned run's statistics.
+  void set_last(std::shared_ptr<const CompiledProgram> program) { last_ = std::move(program); }
+  std::optional<runtime::SpmdStats> last_spmd_stats() const {
+    if (!last_ || !last_->spmd) return std::nullopt;
+    return last_->spmd->last_stats();
+  }
   // Per dynamic leaf: whether its argument is in donate_argnums.
   std::vector<bool> donated_leaves(const Signature& sig) const;
   // "argument x: f32[32,128] -> f32[17,128]" against the closest previous signature.
@@ -154,6 +160,7 @@ class JitCore {
   std::map<std::string, Entry> cache_;
   std::vector<Signature> seen_;
   int64_t compile_count_ = 0;
+  std::shared_ptr<const CompiledProgram> last_;
 };
 
 // Runs passes and compiles a traced module (used by jit and by Lowered::compile).
@@ -354,6 +361,7 @@ class Jitted {
     std::vector<Array> dynamic;
     for (size_t i = 0; i < leaves.size(); ++i)
       if (!sig.static_leaf[i]) dynamic.push_back(leaves[i]);
+    core_->set_last(entry->program);
     return tree_unflatten(std::any_cast<const Out&>(entry->out_structure),
                           trace::execute(*entry->program, dynamic));
   }
@@ -381,6 +389,10 @@ class Jitted {
   const JitOptions& options() const { return core_->options(); }
   size_t cache_size() const { return core_->cache_size(); }
   int64_t compile_count() const { return core_->compile_count(); }
+  // Wall time and time in collectives of the latest call, when it ran a partitioned program
+  // (sharded arguments); nullopt after a one-device call. Partitioned calls run synchronously,
+  // so the figures are complete when the call returns.
+  std::optional<runtime::SpmdStats> last_spmd_stats() const { return core_->last_spmd_stats(); }
 
  private:
   // A ShapeDtype argument becomes a placeholder Array of that aval (never read).

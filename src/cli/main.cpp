@@ -34,6 +34,7 @@ commands:
   train [options]              train a transformer language model (docs/training.md)
       --config tiny|small|gpt2 --data FILE|DIR --steps N --batch B --seq T --lr LR
       --seed S --log-every N --eval-every N --checkpoint-every N --out DIR
+      --mesh data=N[,model=M]  data (and tensor) parallel over N*M virtual cpu devices
   generate --model DIR         sample text from a trained model, with the KV cache
       --prompt TEXT --max-tokens N --temperature T --top-k K --seed S
   export --model DIR --out FILE
@@ -45,6 +46,8 @@ commands:
       --host H --port P --max-batch B --max-queue Q --auth-token-file F
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
   bench train                  ms/step and tokens/s of the tiny config against PyTorch CPU
+  bench scaling [--batch B --steps N]
+                               the tiny training step data-parallel on 1, 2, 4, 8 cpu devices
   version                      print the version
 )";
 
@@ -121,7 +124,9 @@ int main(int argc, char** argv) {
       if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
       if (!args.empty() && args[0] == "train")
         return cujax::cli::bench_train({args.begin() + 1, args.end()});
-      throw cujax::cli::UsageError("bench needs a benchmark name: dispatch, train");
+      if (!args.empty() && args[0] == "scaling")
+        return cujax::cli::bench_scaling({args.begin() + 1, args.end()});
+      throw cujax::cli::UsageError("bench needs a benchmark name: dispatch, train, scaling");
     }
     if (command == "version" || command == "--version") {
       std::printf("cujax %s\n", CUJAX_VERSION);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -21,6 +22,8 @@
 #include "cujax/metrics_log.h"
 #include "cujax/models/lm.h"
 #include "cujax/numpy.h"
+#include "cujax/runtime/spmd.h"
+#include "cujax/sharding.h"
 
 namespace cujax::cli {
 
@@ -64,10 +67,10 @@ class Progress {
 
 // Mean loss over the first `num_batches` validation batches (fetched once, at the end).
 double evaluate(models::EvalStep& eval_step, const State& params, const data::DataLoader& loader,
-                int64_t num_batches) {
+                int64_t num_batches, const std::function<data::Batch(const data::Batch&)>& place) {
   Array total;
   for (int64_t i = 0; i < num_batches; ++i) {
-    const Array loss = eval_step(params, loader.batch(0, i));
+    const Array loss = eval_step(params, place(loader.batch(0, i)));
     total = total.valid() ? total + loss : loss;
   }
   return total.item<float>() / static_cast<double>(num_batches);
@@ -140,6 +143,80 @@ std::vector<std::vector<double>> read_metrics(const fs::path& path, int64_t up_t
   return rows;
 }
 
+// --mesh data=N[,model=M]: the axes in the order given, each once.
+struct MeshOption {
+  std::vector<std::string> axes;
+  Shape shape;
+  int64_t size(const std::string& axis) const {
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] == axis) return shape[i];
+    return 1;
+  }
+};
+
+MeshOption parse_mesh(const std::string& text) {
+  const std::string form = "--mesh must look like data=N or data=N,model=M, not '" + text + "'";
+  MeshOption m;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw UsageError(form);
+    const std::string name = item.substr(0, eq), count = item.substr(eq + 1);
+    if (name != "data" && name != "model")
+      throw UsageError("--mesh: unknown mesh axis '" + name + "' (the axes are data and model)");
+    if (std::find(m.axes.begin(), m.axes.end(), name) != m.axes.end())
+      throw UsageError("--mesh: axis '" + name + "' is given twice");
+    if (count.empty() || count.size() > 6 ||
+        count.find_first_not_of("0123456789") != std::string::npos || std::stoi(count) < 1)
+      throw UsageError(form);
+    m.axes.push_back(name);
+    m.shape.push_back(std::stoi(count));
+  }
+  if (m.axes.empty() || text.back() == ',') throw UsageError(form);
+  return m;
+}
+
+bool ends_with(const std::string& s, const std::string& end) {
+  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+}
+
+// Tensor parallelism as in Megatron-LM: the MLP's fc and the attention's query/key/value split
+// by output (columns, heads), proj and out by input (their products are then all_reduced).
+// Optimizer moments end with their parameter's path and are placed the same way; everything
+// else is replicated.
+PartitionSpec param_spec(const std::string& path, bool model_axis) {
+  if (!model_axis) return P();
+  if (ends_with(path, "mlp.fc.kernel")) return P(std::nullopt, "model");
+  if (ends_with(path, "mlp.fc.bias")) return P("model");
+  if (ends_with(path, "mlp.proj.kernel")) return P("model", std::nullopt);
+  for (const char* qkv : {"attn.query.kernel", "attn.key.kernel", "attn.value.kernel"})
+    if (ends_with(path, qkv)) return P(std::nullopt, "model", std::nullopt);
+  if (ends_with(path, "attn.out.kernel")) return P("model", std::nullopt, std::nullopt);
+  return P();
+}
+
+State place_state(const State& state, const Mesh& mesh) {
+  const auto& names = mesh.axis_names();
+  const bool model_axis = std::find(names.begin(), names.end(), "model") != names.end();
+  State out;
+  for (const auto& [path, v] : state)
+    out.set(path, device_put(v, NamedSharding(mesh, param_spec(path, model_axis))));
+  return out;
+}
+
+// The virtual CPU devices the mesh needs: set here unless the environment already chose.
+void provide_devices(const std::string& text, int64_t needed) {
+  if (const std::optional<int> env = runtime::cpu_devices_from_environment()) {
+    if (*env != needed)
+      throw UsageError("--mesh " + text + " needs " + std::to_string(needed) +
+                       " cpu devices, but CUJAX_NUM_CPU_DEVICES or XLA_FLAGS gives " +
+                       std::to_string(*env));
+    return;
+  }
+  as_usage_error([&] { runtime::set_num_cpu_devices(static_cast<int>(needed)); });
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& argv) {
@@ -147,7 +224,7 @@ int train_command(const std::vector<std::string>& argv) {
                                                 "seq",    "lr",   "warmup", "seed"};
   std::vector<std::string> options = run_options;
   options.insert(options.end(),
-                 {"log-every", "eval-every", "eval-batches", "checkpoint-every", "out"});
+                 {"log-every", "eval-every", "eval-batches", "checkpoint-every", "out", "mesh"});
   const Args args(argv, options, {"resume", "overwrite"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
@@ -187,6 +264,24 @@ int train_command(const std::vector<std::string>& argv) {
   if (seq_len > config.max_len)
     throw UsageError("--seq " + std::to_string(seq_len) + " exceeds the '" + config.name +
                      "' config's max_len " + std::to_string(config.max_len));
+
+  // The mesh changes where the step runs, not what it computes: --resume may change it.
+  std::optional<Mesh> mesh;
+  if (args.has("mesh")) {
+    const std::string text = args.string("mesh", "");
+    const MeshOption m = parse_mesh(text);
+    if (batch_size % m.size("data") != 0)
+      throw UsageError("--batch " + std::to_string(batch_size) +
+                       " does not divide by the mesh's data axis (" +
+                       std::to_string(m.size("data")) + ")");
+    const int64_t model = m.size("model");
+    if (config.num_heads % model != 0 || config.d_ff % model != 0)
+      throw UsageError("--mesh model=" + std::to_string(model) + ": the '" + config.name +
+                       "' config's " + std::to_string(config.num_heads) + " heads and d_ff " +
+                       std::to_string(config.d_ff) + " must divide by it");
+    provide_devices(text, num_elements(m.shape));
+    mesh = make_mesh(m.shape, m.axes);
+  }
 
   if (!resume && fs::exists(checkpoints_dir(out)) && !args.flag("overwrite"))
     throw UsageError(out +
@@ -252,6 +347,26 @@ int train_command(const std::vector<std::string>& argv) {
                 static_cast<long long>(start_step), static_cast<long long>(steps));
   }
   write_model_config(out, config, run.to_json());
+  const auto& axes = mesh ? mesh->axis_names() : std::vector<std::string>{};
+  const bool data_axis = std::find(axes.begin(), axes.end(), "data") != axes.end();
+  const Sharding batch_sharding =
+      mesh ? NamedSharding(*mesh, data_axis ? P("data", std::nullopt) : P())
+           : SingleDeviceSharding(0);
+  // Each device takes its rows of a batch; validation batches too when their size divides.
+  auto place_batch = [&](const data::Batch& b) {
+    if (!mesh || b.inputs.shape()[0] % (data_axis ? mesh->axis_size("data") : 1) != 0) return b;
+    return data::Batch{device_put(b.inputs, batch_sharding), device_put(b.targets, batch_sharding)};
+  };
+  if (mesh) {
+    params = place_state(params, *mesh);
+    opt_state = place_state(opt_state, *mesh);
+    const bool split = std::find(axes.begin(), axes.end(), "model") != axes.end();
+    std::printf(
+        "mesh: %s on cpu:0..%lld; batches %s; parameters and optimizer state %s\n",
+        mesh->str().c_str(), static_cast<long long>(mesh->size() - 1),
+        batch_sharding.spec().str().c_str(),
+        split ? "replicated, but the MLP and attention kernels split over 'model'" : "replicated");
+  }
 
   std::printf(
       "cujax train: config %s (%lld parameters), %s: %lld train / %lld validation "
@@ -274,7 +389,8 @@ int train_command(const std::vector<std::string>& argv) {
   int64_t window_steps = 0;
   double compile_seconds = 0, last_loss = 0;
   std::optional<double> last_val;
-  Array loss_sum;  // on the device until the next log
+  Array loss_sum;          // on the device until the next log
+  int64_t loss_steps = 0;  // in loss_sum; the timed window_steps leave out the compiling step
   auto save = [&](int64_t step) {
     std::map<std::string, double> metrics;
     if (last_val) metrics["val_loss"] = *last_val;
@@ -284,11 +400,12 @@ int train_command(const std::vector<std::string>& argv) {
   for (int64_t step = start_step; step < steps; ++step) {
     std::optional<data::Batch> batch = batches.next();
     const auto t0 = clock::now();
-    auto [new_params, new_opt_state, metrics] = train_step(params, opt_state, *batch);
+    auto [new_params, new_opt_state, metrics] = train_step(params, opt_state, place_batch(*batch));
     params = std::move(new_params);
     opt_state = std::move(new_opt_state);
     const Array& loss = metrics.at("loss");
     loss_sum = loss_sum.valid() ? loss_sum + loss : loss;
+    ++loss_steps;
     ++window_steps;
     if (step == start_step) {
       // The first call traces and compiles: time it apart from the throughput.
@@ -300,18 +417,24 @@ int train_command(const std::vector<std::string>& argv) {
     const int64_t done = step + 1;
     const bool log_now = done % log_every == 0 || done == steps;
     const bool eval_now = done % eval_every == 0 || done == steps;
-    if (!log_now && !eval_now) continue;
-    last_loss = loss_sum.item<float>() / static_cast<double>(std::max<int64_t>(window_steps, 1));
+    const bool save_now = checkpoint_every > 0 && done % checkpoint_every == 0 && done != steps;
+    if (!log_now && !eval_now) {
+      if (save_now) save(done);
+      continue;
+    }
+    last_loss = loss_sum.item<float>() / static_cast<double>(loss_steps);
     const double secs = seconds_since(window_start);
     const double steps_per_s = window_steps > 0 && secs > 0 ? window_steps / secs : 0;
     const double tokens_per_s = steps_per_s * batch_size * seq_len;
     std::optional<double> val;
-    if (eval_now) last_val = val = evaluate(eval_step, params, val_loader, num_eval_batches);
+    if (eval_now)
+      last_val = val = evaluate(eval_step, params, val_loader, num_eval_batches, place_batch);
     progress.update(done, steps_per_s, tokens_per_s, last_loss, last_val);
     rows.push_back({static_cast<double>(done), last_loss, val.value_or(NAN),
                     models::learning_rate_at(opt, step), tokens_per_s, seconds_since(start)});
-    if (checkpoint_every > 0 && done % checkpoint_every == 0 && done != steps) save(done);
+    if (save_now) save(done);
     loss_sum = Array();
+    loss_steps = 0;
     window_steps = 0;
     window_start = clock::now();
   }

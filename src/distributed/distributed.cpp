@@ -94,6 +94,7 @@ void initialize(const InitializeOptions& options) {
 void shutdown() {
   std::lock_guard<std::mutex> lock(mu);
   State& s = state();
+  if (s.transport) s.transport->finish();
   s.transport.reset();
   s.initialized = false;
   s.count = 1;

@@ -25,6 +25,9 @@ namespace cujax::distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// The tag of the frame a process sends the coordinator when it is done (collective tags are
+// products of small counters, far below it).
+constexpr uint64_t kGoodbye = ~uint64_t{0};
 
 // A frame: source process, destination process, tag, payload length, payload.
 struct Header {
@@ -81,7 +84,11 @@ addrinfo* resolve(const std::string& address, bool passive) {
 class TcpTransport final : public runtime::Transport {
  public:
   TcpTransport(const std::string& address, int count, int index, double timeout_seconds)
-      : count_(count), index_(index), peers_(static_cast<size_t>(count), -1) {
+      : count_(count),
+        index_(index),
+        timeout_seconds_(timeout_seconds),
+        peers_(static_cast<size_t>(count), -1),
+        ended_(static_cast<size_t>(count), false) {
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_seconds));
     if (index == 0)
@@ -98,6 +105,29 @@ class TcpTransport final : public runtime::Transport {
     for (auto& t : readers_) t.join();
     for (int fd : peers_)
       if (fd >= 0) ::close(fd);
+  }
+
+  // The coordinator relays between the others, so it must not close while a frame between
+  // two of them may still pass through it: each process says goodbye after its last
+  // collective, the coordinator returns when every other said it (or its connection ended),
+  // and the others when the coordinator has closed.
+  void finish() override {
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(timeout_seconds_));
+    if (index_ != 0) {
+      try {
+        send_frame(Header{index_, 0, kGoodbye, 0}, nullptr);
+      } catch (const Error&) {
+        return;  // the coordinator is already gone
+      }
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_until(lock, deadline, [&] {
+      for (int p = 0; p < count_; ++p)
+        if (peers_[p] >= 0 && !ended_[p] && !(index_ == 0 && mailbox_.count({p, kGoodbye})))
+          return false;
+      return true;
+    });
   }
 
   std::vector<std::vector<std::byte>> exchange(uint64_t tag, const std::vector<int>& peers,
@@ -219,13 +249,16 @@ class TcpTransport final : public runtime::Transport {
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_.empty()) broken_ = "the connection to process " + std::to_string(p) + " closed";
+    ended_[p] = true;
     cv_.notify_all();
   }
 
   int count_;
   int index_;
+  double timeout_seconds_;
   int listen_fd_ = -1;
-  std::vector<int> peers_;  // socket per process (coordinator: all; others: only [0])
+  std::vector<int> peers_;   // socket per process (coordinator: all; others: only [0])
+  std::vector<bool> ended_;  // per peer: its reader saw the connection end (guarded by mu_)
   std::vector<std::thread> readers_;
   std::mutex send_mu_;
   std::mutex mu_;

@@ -30,6 +30,8 @@ class Transport {
   virtual std::vector<std::vector<std::byte>> exchange(uint64_t tag, const std::vector<int>& peers,
                                                        const std::vector<std::byte>& payload,
                                                        double timeout_seconds) = 0;
+  // An orderly end (distributed::shutdown): returns once no other process needs this one.
+  virtual void finish() {}
 };
 
 // What a rendezvous hands back: every member's operands in group order, plus a slot where the

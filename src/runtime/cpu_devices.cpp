@@ -28,7 +28,7 @@ int parse_count(const std::string& text, const std::string& where) {
   return n;
 }
 
-int from_environment() {
+std::optional<int> from_environment() {
   if (const char* v = std::getenv("CUJAX_NUM_CPU_DEVICES"); v && *v)
     return parse_count(v, "CUJAX_NUM_CPU_DEVICES");
   if (const char* flags = std::getenv("XLA_FLAGS")) {
@@ -41,10 +41,14 @@ int from_environment() {
                          "XLA_FLAGS' --xla_force_host_platform_device_count");
     }
   }
-  return 1;
+  return std::nullopt;
 }
 
 }  // namespace
+
+std::optional<int> cpu_devices_from_environment() {
+  return from_environment();
+}
 
 void set_num_cpu_devices(int n) {
   if (n < 1) throw Error("set_num_cpu_devices(" + std::to_string(n) + "): needs at least 1");
@@ -58,7 +62,7 @@ void set_num_cpu_devices(int n) {
 
 int num_cpu_devices() {
   std::lock_guard<std::mutex> lock(mu);
-  if (!chosen) chosen = from_environment();
+  if (!chosen) chosen = from_environment().value_or(1);
   return *chosen;
 }
 

@@ -165,7 +165,12 @@ Signature JitCore::signature(const std::string& structure, const std::vector<Arr
     sig.leaves.push_back({paths[i], leaves[i].aval(), sharding});
     sig.static_leaf.push_back(is_static);
     sig.key += "|" + leaves[i].aval().str();
-    if (sharding) sig.key += "@" + sharding->str();
+    // Equivalent shardings (P(None, 'model') and P(None, 'model', None)) share a program: the
+    // key is the tile form and the devices, as JAX compares shardings.
+    if (sharding) {
+      sig.key += "@" + sharding->hlo(leaves[i].shape()).str();
+      for (int d : sharding->device_ids()) sig.key += "," + std::to_string(d);
+    }
     if (is_static) {
       const HostTensor& h = leaves[i].buffer()->wait();
       sig.key += "=" + std::to_string(std::hash<std::string_view>{}(

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace cujax::runtime {
 // of the cpu backend's devices; a later different value throws naming both values.
 void set_num_cpu_devices(int n);
 int num_cpu_devices();  // get_backend("cpu").devices() lists cpu:0..cpu:N-1
+// Added to the contract: the count CUJAX_NUM_CPU_DEVICES or XLA_FLAGS gives, nullopt when
+// neither names one (a caller that needs a count checks it against the user's setting).
+std::optional<int> cpu_devices_from_environment();
 
 struct SpmdStats {                // of the last execute()
   double seconds = 0;             // wall time of the whole execute

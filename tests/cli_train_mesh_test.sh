@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `cujax train --mesh`: data-parallel (data=2) and data x tensor-parallel (data=2,model=2) runs
+# of the same steps give the single-device run's losses (metrics.csv, one row per step) within
+# 1e-4 relative: only the order of the sums over the batch and the split kernels differs.
+# A log row's loss is the mean over its steps. Bad meshes give one error line and exit status 2.
+# Usage: cli_train_mesh_test.sh CUJAX SOURCE_DIR
+set -uo pipefail
+cujax="$1"
+src="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# The count comes from --mesh here, not from the caller's environment.
+unset CUJAX_NUM_CPU_DEVICES XLA_FLAGS
+
+expect_usage_error() {
+  local what="$1" pattern="$2"
+  shift 2
+  "$cujax" "$@" >"$work/out" 2>"$work/err"
+  local rc=$?
+  if [ "$rc" -ne 2 ]; then fail "$what: exit status $rc, expected 2"; cat "$work/err"; return; fi
+  if [ "$(wc -l <"$work/err")" -ne 1 ]; then fail "$what: stderr is not one line"; cat "$work/err"; fi
+  grep -q -- "$pattern" "$work/err" || { fail "$what: stderr lacks '$pattern'"; cat "$work/err"; }
+}
+
+corpus="$work/corpus.txt"
+cat "$src"/docs/*.md "$src"/README.md >"$corpus"
+small=(train --config tiny --data "$corpus" --batch 4 --seq 32 --steps 5 --log-every 1 --eval-every 5 --eval-batches 1)
+
+expect_usage_error "bad syntax" "must look like data=N" "${small[@]}" --mesh data --out "$work/x"
+expect_usage_error "zero size" "must look like data=N" "${small[@]}" --mesh data=0 --out "$work/x"
+expect_usage_error "unknown axis" "unknown mesh axis 'batch'" "${small[@]}" --mesh batch=2 --out "$work/x"
+expect_usage_error "axis twice" "axis 'data' is given twice" "${small[@]}" --mesh data=2,data=2 --out "$work/x"
+expect_usage_error "batch does not divide" "--batch 4 does not divide by the mesh's data axis (3)" \
+  "${small[@]}" --mesh data=3 --out "$work/x"
+expect_usage_error "heads do not divide" "4 heads and d_ff 512 must divide" "${small[@]}" --mesh model=3 --out "$work/x"
+CUJAX_NUM_CPU_DEVICES=8 expect_usage_error "device count conflict" "needs 2 cpu devices, but" \
+  "${small[@]}" --mesh data=2 --out "$work/x"
+
+"$cujax" "${small[@]}" --out "$work/one" >"$work/one.log" 2>&1 || { fail "single-device run"; cat "$work/one.log"; }
+for mesh in data=2 data=2,model=2; do
+  "$cujax" "${small[@]}" --mesh "$mesh" --out "$work/$mesh" >"$work/$mesh.log" 2>&1 ||
+    { fail "--mesh $mesh run"; cat "$work/$mesh.log"; continue; }
+  grep -q "^mesh: Mesh('data': 2" "$work/$mesh.log" || fail "--mesh $mesh did not print the mesh"
+  # Columns: step, train_loss, val_loss; five steps and the final validation loss.
+  awk -F, -v mesh="$mesh" '
+    NR == FNR { if (FNR > 1) { want[$1] = $2; val[$1] = $3 } next }
+    FNR > 1 {
+      n++
+      d = $2 - want[$1]; if (d < 0) d = -d
+      if (d > 1e-4 * want[$1]) { printf "step %d: loss %s, one device %s\n", $1, $2, want[$1]; bad = 1 }
+      if ($3 != "nan") { d = $3 - val[$1]; if (d < 0) d = -d; if (d > 1e-4 * val[$1]) bad = 1; nv++ }
+    }
+    END { if (n != 5 || nv != 1) { print "expected 5 rows and 1 validation loss"; bad = 1 }
+          exit bad }' "$work/one/metrics.csv" "$work/$mesh/metrics.csv" ||
+    fail "--mesh $mesh losses differ from one device's"
+done
+
+# One log row for all five steps: its train_loss is the mean of the five steps' losses (the
+# first step, which compiles, is timed apart but still counted in the loss).
+"$cujax" "${small[@]}" --log-every 5 --mesh data=2 --out "$work/window" >"$work/window.log" 2>&1 ||
+  { fail "--log-every 5 run"; cat "$work/window.log"; }
+awk -F, 'NR == FNR { if (FNR > 1) sum += $2; next }
+  FNR == 2 { d = $2 - sum / 5; if (d < 0) d = -d; if ($1 != 5 || d > 1e-4 * $2) {
+    printf "step %s: logged %s, mean of the steps %s\n", $1, $2, sum / 5; exit 1 } }' \
+  "$work/one/metrics.csv" "$work/window/metrics.csv" || fail "a log's train_loss is not its steps' mean"
+
+if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
+echo "cli_train_mesh_test: all checks passed"
