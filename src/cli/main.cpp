@@ -42,9 +42,11 @@ commands:
   run FILE --input X.npy... --output OUT.npy... [--print]
                                run an exported artifact on .npy inputs (docs/export.md)
   serve --model DIR            HTTP JSON API with continuous batching (docs/serving.md)
-      --host H --port P --max-batch B --max-queue Q --auth-token-file F
+      --host H --port P --max-batch B --max-queue Q --max-seq T --auth-token-file F
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
   bench train                  ms/step and tokens/s of the tiny config against PyTorch CPU
+  bench serve                  req/s, tok/s and latency of the HTTP server, batched and not
+      --clients C --seconds S --max-tokens N --max-batch B --model DIR
   version                      print the version
 )";
 
@@ -121,7 +123,11 @@ int main(int argc, char** argv) {
       if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
       if (!args.empty() && args[0] == "train")
         return cujax::cli::bench_train({args.begin() + 1, args.end()});
-      throw cujax::cli::UsageError("bench needs a benchmark name: dispatch, train");
+#ifdef CUJAX_HAVE_HTTPLIB
+      if (!args.empty() && args[0] == "serve")
+        return cujax::cli::bench_serve({args.begin() + 1, args.end()});
+#endif
+      throw cujax::cli::UsageError("bench needs a benchmark name: dispatch, train, serve");
     }
     if (command == "version" || command == "--version") {
       std::printf("cujax %s\n", CUJAX_VERSION);

@@ -1,15 +1,18 @@
 // The serving engine behind `cujax serve`: iteration-level (continuous) batching of generation
-// requests over a fixed number of slots.
+// requests over a fixed number of slots, with a KV cache per slot.
 //
-// One scheduler thread runs a single jitted step for all slots together; each slot holds its
-// own sequence and position, a new request takes a free slot at the next step and a finished
-// one frees it at once. The step has one shape (max_batch, max_len), compiled and run once by
-// start() before ready() turns true, so serving never compiles.
+// One scheduler thread runs a single jitted decode step for all slots together: each slot
+// feeds one token at its own position, the step writes that token's key and value into the
+// slot's rows of the cache (max_batch, max_seq, heads, head_dim) per layer, donated so it is
+// updated in place, and attends with the slot's own mask key_pos <= position. A decode step
+// therefore costs one new position per slot, plus attention over max_seq cached keys.
 //
-// The step recomputes the causal forward pass over each slot's padded sequence (no KV cache):
-// correct for per-slot positions, costing O(max_len) per token. The next token at position p
-// is drawn with fold_in(PRNGKey(seed), p) as models::generate draws it, so a seeded request
-// gives the same tokens batched or alone.
+// A new request's prompt is prefilled through the same step, one prompt token per step (the
+// step's sample is ignored until the prompt is in the cache), interleaved with the other
+// slots' decoding. So the engine has exactly one compiled shape, (max_batch, 1), which start()
+// compiles and runs before ready() turns true: serving never compiles. The next token at
+// position p is drawn with fold_in(PRNGKey(seed), p) as models::generate draws it, so a seeded
+// request gives the same tokens batched or alone.
 #pragma once
 
 #include <atomic>
@@ -19,7 +22,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cujax/models/transformer.h"
@@ -27,7 +32,7 @@
 namespace cujax::serve {
 
 struct Request {
-  std::vector<int32_t> prompt;  // at least one token, fewer than the model's max_len
+  std::vector<int32_t> prompt;  // at least one token, fewer than max_seq
   int64_t max_tokens = 16;
   double temperature = 0.0;  // 0: greedy
   int64_t top_k = 0;         // 0: the whole vocabulary
@@ -49,9 +54,12 @@ struct EngineStats {
 
 class Engine {
  public:
-  Engine(models::TransformerLM& model, State params, int64_t max_batch, int64_t max_queue);
+  // max_seq bounds prompt + generated tokens (the cache's length); default the model's
+  // max_len, and it must be in [2, max_len].
+  Engine(models::TransformerLM& model, State params, int64_t max_batch, int64_t max_queue,
+         std::optional<int64_t> max_seq = std::nullopt);
   ~Engine();
-  // Compiles and runs the step once, then starts the scheduler thread.
+  // Compiles and runs the decode step once, then starts the scheduler thread.
   void start();
   bool ready() const { return ready_; }
   // Checks the request (throws Error naming the field) and queues it; false when the queue is
@@ -61,11 +69,13 @@ class Engine {
   void drain();
   EngineStats stats() const;
   int64_t max_batch() const { return max_batch_; }
+  int64_t max_seq() const { return max_seq_; }
 
  private:
   struct Slot {
     std::shared_ptr<Request> request;
-    std::vector<int32_t> tokens;
+    std::vector<int32_t> tokens;  // the prompt, then the generated tokens
+    int64_t cached = 0;           // tokens whose keys and values are in the cache
     int64_t generated = 0;
   };
   void loop();
@@ -73,9 +83,10 @@ class Engine {
 
   models::TransformerLM& model_;
   State params_;
-  int64_t max_batch_, max_queue_, max_len_;
-  std::function<Array(const State&, const Array&, const Array&, const Array&, const Array&,
-                      const Array&)>
+  int64_t max_batch_, max_queue_, max_seq_;
+  State cache_;  // blocks.<i>.key and blocks.<i>.value, (max_batch, max_seq, heads, head_dim)
+  std::function<std::pair<Array, State>(const State&, const State&, const Array&, const Array&,
+                                        const Array&, const Array&, const Array&)>
       step_;
   std::vector<Slot> slots_;
   std::deque<std::shared_ptr<Request>> queue_;
