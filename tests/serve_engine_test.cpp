@@ -137,19 +137,23 @@ double median(std::vector<double> v) {
 }  // namespace
 
 TEST(ServeEngine, MaxSeqBoundsPromptAndOutputAndEveryLengthRunsCompiledStep) {
+  models::TransformerConfig config = small();
+  config.max_len = 40;
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small(), rngs);
+  models::TransformerLM model(config, rngs);
   const State params = nnx::state(model, nnx::VariableKind::Param);
   EXPECT_THROW(serve::Engine(model, params, 2, 4, 1), Error);
-  EXPECT_THROW(serve::Engine(model, params, 2, 4, 25), Error);  // over max_len 24
-  const int64_t max_seq = 16;
+  EXPECT_THROW(serve::Engine(model, params, 2, 4, 41), Error);  // over max_len
+  const int64_t max_seq = 36;
   serve::Engine engine(model, params, /*max_batch=*/2, /*max_queue=*/64, max_seq);
   EXPECT_EQ(engine.max_seq(), max_seq);
+  EXPECT_EQ(engine.prefill_buckets(), (std::vector<int64_t>{16, 32, 36}));
   engine.start();
   const int64_t compiles = global_compile_count();
   Result r;
   EXPECT_THROW(engine.submit(request(std::vector<int32_t>(max_seq, 1), 1, 0, 0, 0, r)), Error);
-  // Every allowed prompt length, several at once; each stops at max_seq tokens in all, with
+  // Every allowed prompt length (so every bucket, full and padded), several at once, joining
+  // while others decode; each stops at max_seq tokens in all, with
   // models::generate's tokens (it stops at max_len, so its output is cut to the same length).
   const auto prompt_of = [](int64_t n) {
     std::vector<int32_t> prompt(static_cast<size_t>(n));
@@ -158,7 +162,7 @@ TEST(ServeEngine, MaxSeqBoundsPromptAndOutputAndEveryLengthRunsCompiledStep) {
   };
   std::vector<Result> results(static_cast<size_t>(max_seq - 1));
   for (int64_t n = 1; n < max_seq; ++n)
-    ASSERT_TRUE(engine.submit(request(prompt_of(n), 20, 0.9, 0, n, results[n - 1])));
+    ASSERT_TRUE(engine.submit(request(prompt_of(n), max_seq, 0.9, 0, n, results[n - 1])));
   for (Result& res : results) res.done.get_future().wait();
   EXPECT_EQ(global_compile_count(), compiles);
   for (int64_t n = 1; n < max_seq; ++n) {

@@ -1,5 +1,6 @@
 #include "cujax/serve/engine.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "cujax/jit.h"
@@ -81,6 +82,40 @@ std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& par
   return {sample(logits, positions, seeds, temperatures, top_k), std::move(new_cache)};
 }
 
+// Prefill of one slot: tokens (1, L) (a prompt of `length` tokens, padded to the bucket L) ->
+// the token after the prompt (1,) and the cache with the slot's rows [0, L) written. The
+// forward pass is causal, so the padding never reaches the prompt's positions; the keys and
+// values it leaves past the prompt are masked and then overwritten by decoding.
+std::pair<Array, State> prefill_fn(models::TransformerLM& model, const State& params,
+                                   const State& cache, const Array& tokens, const Array& slot,
+                                   const Array& length, const Array& seeds,
+                                   const Array& temperatures, const Array& top_k) {
+  const int64_t seq = tokens.shape()[1], vocab = model.config.vocab_size;
+  const Array zero = jnp::zeros({}, DType::I32);
+  State new_cache;
+  const Array logits = nnx::functional_call(model, params, [&] {
+    Array x = model.embed(tokens) + model.pos_embed(jnp::arange(seq, DType::I32));
+    for (size_t i = 0; i < model.blocks.size(); ++i) {
+      models::Block& block = *model.blocks[i];
+      nnx::MultiHeadAttention& attn = block.attn;
+      const Array h = block.ln1(x);
+      const Array k = attn.key(h), v = attn.value(h);
+      const std::vector<Array> at = {slot, zero, zero, zero};
+      new_cache.set(key_path(i), lax::dynamic_update_slice(cache.at(key_path(i)), k, at));
+      new_cache.set(value_path(i), lax::dynamic_update_slice(cache.at(value_path(i)), v, at));
+      // Query and key lengths are equal: the model's attention_fn is causal.
+      x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, std::nullopt,
+                                         std::nullopt, false, std::nullopt));
+      x = x + block.mlp(block.ln2(x));
+    }
+    const Array all = model.embed.attend(model.ln_f(x));  // (1, L, vocab)
+    return jnp::reshape(lax::dynamic_slice(all, {zero, length - 1, zero}, {1, 1, vocab}),
+                        Shape{1, vocab});
+  });
+  return {sample(logits, jnp::reshape(length - 1, Shape{1}), seeds, temperatures, top_k),
+          std::move(new_cache)};
+}
+
 }  // namespace
 
 Engine::Engine(models::TransformerLM& model, State params, int64_t max_batch, int64_t max_queue,
@@ -114,6 +149,21 @@ Engine::Engine(models::TransformerLM& model, State params, int64_t max_batch, in
   step_ = [jitted](const State& p, const State& c, const Array& t, const Array& pos, const Array& s,
                    const Array& temp,
                    const Array& k) mutable { return jitted(p, c, t, pos, s, temp, k); };
+  for (int64_t b = 16; b < max_seq_; b *= 2) buckets_.push_back(b);
+  buckets_.push_back(max_seq_);
+  JitOptions po;
+  po.name = "serve_prefill";
+  po.donate_argnums = {1};
+  auto prefill = jit(
+      [&model](const State& params, const State& cache, const Array& tokens, const Array& slot,
+               const Array& length, const Array& seeds, const Array& temperatures,
+               const Array& top_k) {
+        return prefill_fn(model, params, cache, tokens, slot, length, seeds, temperatures, top_k);
+      },
+      po);
+  prefill_ = [prefill](const State& p, const State& c, const Array& t, const Array& slot,
+                       const Array& n, const Array& s, const Array& temp,
+                       const Array& k) mutable { return prefill(p, c, t, slot, n, s, temp, k); };
 }
 
 Engine::~Engine() {
@@ -121,7 +171,10 @@ Engine::~Engine() {
 }
 
 void Engine::start() {
-  run_step();  // compiles the only shape the scheduler uses
+  // Compiles every shape the scheduler uses: each prefill bucket, then the decode step. The
+  // warm-up prefill writes slot 0's rows, which the slot's first request overwrites.
+  for (int64_t bucket : buckets_) run_prefill(0, std::vector<int32_t>(1, 0), bucket, 0, 0, 0);
+  run_step();
   ready_ = true;
   thread_ = std::thread([this] { loop(); });
 }
@@ -162,17 +215,35 @@ EngineStats Engine::stats() const {
   return stats_;
 }
 
+int32_t Engine::run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
+                            int64_t seed, double temperature, int64_t top_k) {
+  std::vector<int32_t> tokens(static_cast<size_t>(bucket), 0);
+  std::copy(prompt.begin(), prompt.end(), tokens.begin());
+  const auto scalar = [](int64_t v) {
+    return jnp::array(std::vector<int32_t>{static_cast<int32_t>(v)}, Shape{});
+  };
+  auto [next, cache] =
+      prefill_(params_, cache_, jnp::array(tokens, Shape{1, bucket}), scalar(slot),
+               scalar(static_cast<int64_t>(prompt.size())),
+               jnp::array(std::vector<int32_t>{static_cast<int32_t>(seed)}, Shape{1}),
+               jnp::array(std::vector<float>{static_cast<float>(temperature)}, Shape{1}),
+               jnp::array(std::vector<int32_t>{static_cast<int32_t>(top_k)}, Shape{1}));
+  cache_ = std::move(cache);
+  return next.to_vector<int32_t>()[0];
+}
+
 std::vector<int32_t> Engine::run_step() {
   const int64_t B = max_batch_;
   // A free slot decodes token 0 at position 0 of its own rows: harmless, since a request that
-  // takes the slot overwrites position 0 first and masks every position past its own.
+  // takes the slot rewrites its rows from position 0 and masks every position past its own.
   std::vector<int32_t> tokens(B, 0), positions(B, 0), seeds(B, 0), top_k(B, 0);
   std::vector<float> temps(B, 0.0f);
   for (int64_t b = 0; b < B; ++b) {
     const Slot& s = slots_[b];
     if (!s.request) continue;
-    tokens[b] = s.tokens[s.cached];
-    positions[b] = static_cast<int32_t>(s.cached);
+    // The last token is the only one not yet in the cache.
+    tokens[b] = s.tokens.back();
+    positions[b] = static_cast<int32_t>(s.tokens.size()) - 1;
     seeds[b] = static_cast<int32_t>(s.request->seed);
     temps[b] = static_cast<float>(s.request->temperature);
     top_k[b] = static_cast<int32_t>(s.request->top_k);
@@ -184,9 +255,22 @@ std::vector<int32_t> Engine::run_step() {
   return next.to_vector<int32_t>();
 }
 
+bool Engine::deliver(Slot& s, int32_t token) {
+  s.tokens.push_back(token);
+  ++s.generated;
+  ++stats_.generated_tokens;
+  const bool more = s.request->on_token ? s.request->on_token(token) : true;
+  if (more && s.generated < s.request->max_tokens &&
+      static_cast<int64_t>(s.tokens.size()) < max_seq_)
+    return true;
+  if (s.request->on_done) s.request->on_done();
+  s.request.reset();
+  return false;
+}
+
 void Engine::loop() {
   for (;;) {
-    int64_t active = 0;
+    std::vector<size_t> joined;
     {
       std::unique_lock lock(mutex_);
       auto busy = [&] {
@@ -195,41 +279,41 @@ void Engine::loop() {
         return false;
       };
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || busy(); });
-      // New requests join at this step.
-      for (Slot& s : slots_) {
+      // New requests take free slots now and are prefilled before the next decode step.
+      for (size_t b = 0; b < slots_.size(); ++b) {
+        Slot& s = slots_[b];
         if (s.request || queue_.empty()) continue;
         s.request = queue_.front();
         queue_.pop_front();
         s.tokens = s.request->prompt;
-        s.cached = 0;
         s.generated = 0;
+        joined.push_back(b);
       }
       stats_.queue_depth = static_cast<int64_t>(queue_.size());
+      if (!busy() && stopping_) return;
+    }
+    for (size_t b : joined) {
+      Slot& s = slots_[b];
+      const int64_t n = static_cast<int64_t>(s.tokens.size());
+      const int64_t bucket = *std::lower_bound(buckets_.begin(), buckets_.end(), n);
+      const int32_t first = run_prefill(static_cast<int64_t>(b), s.tokens, bucket, s.request->seed,
+                                        s.request->temperature, s.request->top_k);
+      std::lock_guard lock(mutex_);
+      deliver(s, first);
+    }
+    int64_t active = 0;
+    {
+      std::lock_guard lock(mutex_);
       for (const Slot& s : slots_) active += s.request ? 1 : 0;
       stats_.active = active;
-      if (active == 0 && stopping_) return;
     }
     if (active == 0) continue;
     const std::vector<int32_t> next = run_step();
     std::lock_guard lock(mutex_);
     ++stats_.steps;
     ++stats_.batch_sizes[active];
-    for (size_t b = 0; b < slots_.size(); ++b) {
-      Slot& s = slots_[b];
-      if (!s.request) continue;
-      // Inside the prompt the step only fills the cache; its sample is not a token.
-      if (++s.cached < static_cast<int64_t>(s.tokens.size())) continue;
-      s.tokens.push_back(next[b]);
-      ++s.generated;
-      ++stats_.generated_tokens;
-      const bool more = s.request->on_token ? s.request->on_token(next[b]) : true;
-      if (!more || s.generated >= s.request->max_tokens ||
-          static_cast<int64_t>(s.tokens.size()) >= max_seq_) {
-        if (s.request->on_done) s.request->on_done();
-        s.request.reset();
-        --stats_.active;
-      }
-    }
+    for (size_t b = 0; b < slots_.size(); ++b)
+      if (slots_[b].request && !deliver(slots_[b], next[b])) --stats_.active;
   }
 }
 

@@ -7,12 +7,13 @@
 // updated in place, and attends with the slot's own mask key_pos <= position. A decode step
 // therefore costs one new position per slot, plus attention over max_seq cached keys.
 //
-// A new request's prompt is prefilled through the same step, one prompt token per step (the
-// step's sample is ignored until the prompt is in the cache), interleaved with the other
-// slots' decoding. So the engine has exactly one compiled shape, (max_batch, 1), which start()
-// compiles and runs before ready() turns true: serving never compiles. The next token at
-// position p is drawn with fold_in(PRNGKey(seed), p) as models::generate draws it, so a seeded
-// request gives the same tokens batched or alone.
+// A new request is first prefilled alone: its prompt, padded to the smallest prefill bucket
+// that holds it (16, 32, 64, ... below max_seq, then max_seq), runs one causal forward pass
+// that writes the slot's cache rows and gives the first token; then the slot joins the batched
+// decode step. start() compiles and runs every bucket and the decode step (max_batch, 1) before
+// ready() turns true, so serving never compiles. The next token at position p is drawn with
+// fold_in(PRNGKey(seed), p) as models::generate draws it, so a seeded request gives the same
+// tokens batched or alone.
 #pragma once
 
 #include <atomic>
@@ -70,16 +71,21 @@ class Engine {
   EngineStats stats() const;
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
+  const std::vector<int64_t>& prefill_buckets() const { return buckets_; }
 
  private:
   struct Slot {
     std::shared_ptr<Request> request;
-    std::vector<int32_t> tokens;  // the prompt, then the generated tokens
-    int64_t cached = 0;           // tokens whose keys and values are in the cache
+    std::vector<int32_t> tokens;  // the prompt, then the generated tokens; all but the last cached
     int64_t generated = 0;
   };
   void loop();
+  // Prefills `slot` with the prompt padded to `bucket`; returns the token after the prompt.
+  int32_t run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
+                      int64_t seed, double temperature, int64_t top_k);
   std::vector<int32_t> run_step();
+  // Hands the slot its next token; ends the request (false) when it is done or its client left.
+  bool deliver(Slot& slot, int32_t token);
 
   models::TransformerLM& model_;
   State params_;
@@ -88,6 +94,10 @@ class Engine {
   std::function<std::pair<Array, State>(const State&, const State&, const Array&, const Array&,
                                         const Array&, const Array&, const Array&)>
       step_;
+  std::vector<int64_t> buckets_;  // prefill lengths: 16, 32, ... below max_seq, then max_seq
+  std::function<std::pair<Array, State>(const State&, const State&, const Array&, const Array&,
+                                        const Array&, const Array&, const Array&, const Array&)>
+      prefill_;
   std::vector<Slot> slots_;
   std::deque<std::shared_ptr<Request>> queue_;
   mutable std::mutex mutex_;
