@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `cujax serve` end to end on loopback with a 2-step tiny model: greedy output equals `cujax
 # generate`, no compilation after ready, the first request is not slower than later ones, every
-# bad request gets its 4xx and the server keeps serving, 401 without the token, 429 when the
-# queue is full, a disconnected stream frees its slot, SIGTERM finishes in-flight requests.
+# bad request gets its 4xx and the server keeps serving, --max-seq's bound, 401 without the
+# token, 429 when the queue is full, a disconnected stream frees its slot, SIGTERM finishes
+# in-flight requests.
 # Usage: cli_serve_test.sh CUJAX SOURCE_DIR
 set -uo pipefail
 cujax="$1"
@@ -120,6 +121,20 @@ import statistics, sys
 t = [float(x) for x in open(sys.argv[1])]
 sys.exit(0 if t[0] <= 1.5 * statistics.median(t[1:]) + 0.02 else 1)
 PY
+
+# --max-seq bounds prompt + generated tokens; outside [2, max_len] it is a usage error.
+stop
+for bad in 1 $((max_len + 1)); do
+  "$cujax" serve --model "$work/model" --port "$port" --max-seq "$bad" >"$work/err" 2>&1
+  [ $? = 2 ] && grep -q max-seq "$work/err" || fail "--max-seq $bad: $(cat "$work/err")"
+done
+start --max-batch 2 --max-seq 8
+expect 400 '{"prompt": "12345678"}'
+grep -q 'max-seq' "$work/body" || fail "over-long prompt: the error does not name --max-seq"
+expect 400 '{"prompt": "Hi", "max_tokens": 9}'
+expect 200 '{"prompt": "1234567", "max_tokens": 8}'
+n=$(/usr/bin/python3 -c "import json;print(json.load(open('$work/body'))['generated_tokens'])")
+[ "$n" = 1 ] || fail "--max-seq 8 with 7 prompt bytes: $n tokens, expected 1"
 
 # 429 when the queue is full (1 slot, queue 1: of 6 concurrent requests some are refused).
 stop

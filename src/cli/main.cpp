@@ -43,11 +43,13 @@ commands:
   run FILE --input X.npy... --output OUT.npy... [--print]
                                run an exported artifact on .npy inputs (docs/export.md)
   serve --model DIR            HTTP JSON API with continuous batching (docs/serving.md)
-      --host H --port P --max-batch B --max-queue Q --auth-token-file F
+      --host H --port P --max-batch B --max-queue Q --max-seq T --auth-token-file F
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
   bench train                  ms/step and tokens/s of the tiny config against PyTorch CPU
   bench scaling [--batch B --steps N]
                                the tiny training step data-parallel on 1, 2, 4, 8 cpu devices
+  bench serve                  req/s, tok/s and latency of the HTTP server, batched and not
+      --clients C --seconds S --max-tokens N --max-batch B --model DIR
   version                      print the version
 )";
 
@@ -126,7 +128,11 @@ int main(int argc, char** argv) {
         return cujax::cli::bench_train({args.begin() + 1, args.end()});
       if (!args.empty() && args[0] == "scaling")
         return cujax::cli::bench_scaling({args.begin() + 1, args.end()});
-      throw cujax::cli::UsageError("bench needs a benchmark name: dispatch, train, scaling");
+#ifdef CUJAX_HAVE_HTTPLIB
+      if (!args.empty() && args[0] == "serve")
+        return cujax::cli::bench_serve({args.begin() + 1, args.end()});
+#endif
+      throw cujax::cli::UsageError("bench needs a benchmark name: dispatch, train, scaling, serve");
     }
     if (command == "version" || command == "--version") {
       std::printf("cujax %s\n", CUJAX_VERSION);

@@ -1,15 +1,19 @@
 // The serving engine behind `cujax serve`: iteration-level (continuous) batching of generation
-// requests over a fixed number of slots.
+// requests over a fixed number of slots, with a KV cache per slot.
 //
-// One scheduler thread runs a single jitted step for all slots together; each slot holds its
-// own sequence and position, a new request takes a free slot at the next step and a finished
-// one frees it at once. The step has one shape (max_batch, max_len), compiled and run once by
-// start() before ready() turns true, so serving never compiles.
+// One scheduler thread runs a single jitted decode step for all slots together: each slot
+// feeds one token at its own position, the step writes that token's key and value into the
+// slot's rows of the cache (max_batch, max_seq, heads, head_dim) per layer, donated so it is
+// updated in place, and attends with the slot's own mask key_pos <= position. A decode step
+// therefore costs one new position per slot, plus attention over max_seq cached keys.
 //
-// The step recomputes the causal forward pass over each slot's padded sequence (no KV cache):
-// correct for per-slot positions, costing O(max_len) per token. The next token at position p
-// is drawn with fold_in(PRNGKey(seed), p) as models::generate draws it, so a seeded request
-// gives the same tokens batched or alone.
+// A new request is first prefilled alone: its prompt, padded to the smallest prefill bucket
+// that holds it (16, 32, 64, ... below max_seq, then max_seq), runs one causal forward pass
+// that writes the slot's cache rows and gives the first token; then the slot joins the batched
+// decode step. start() compiles and runs every bucket and the decode step (max_batch, 1) before
+// ready() turns true, so serving never compiles. The next token at position p is drawn with
+// fold_in(PRNGKey(seed), p) as models::generate draws it, so a seeded request gives the same
+// tokens batched or alone.
 #pragma once
 
 #include <atomic>
@@ -19,7 +23,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cujax/models/transformer.h"
@@ -27,7 +33,7 @@
 namespace cujax::serve {
 
 struct Request {
-  std::vector<int32_t> prompt;  // at least one token, fewer than the model's max_len
+  std::vector<int32_t> prompt;  // at least one token, fewer than max_seq
   int64_t max_tokens = 16;
   double temperature = 0.0;  // 0: greedy
   int64_t top_k = 0;         // 0: the whole vocabulary
@@ -49,9 +55,12 @@ struct EngineStats {
 
 class Engine {
  public:
-  Engine(models::TransformerLM& model, State params, int64_t max_batch, int64_t max_queue);
+  // max_seq bounds prompt + generated tokens (the cache's length); default the model's
+  // max_len, and it must be in [2, max_len].
+  Engine(models::TransformerLM& model, State params, int64_t max_batch, int64_t max_queue,
+         std::optional<int64_t> max_seq = std::nullopt);
   ~Engine();
-  // Compiles and runs the step once, then starts the scheduler thread.
+  // Compiles and runs the decode step once, then starts the scheduler thread.
   void start();
   bool ready() const { return ready_; }
   // Checks the request (throws Error naming the field) and queues it; false when the queue is
@@ -61,22 +70,34 @@ class Engine {
   void drain();
   EngineStats stats() const;
   int64_t max_batch() const { return max_batch_; }
+  int64_t max_seq() const { return max_seq_; }
+  const std::vector<int64_t>& prefill_buckets() const { return buckets_; }
 
  private:
   struct Slot {
     std::shared_ptr<Request> request;
-    std::vector<int32_t> tokens;
+    std::vector<int32_t> tokens;  // the prompt, then the generated tokens; all but the last cached
     int64_t generated = 0;
   };
   void loop();
+  // Prefills `slot` with the prompt padded to `bucket`; returns the token after the prompt.
+  int32_t run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
+                      int64_t seed, double temperature, int64_t top_k);
   std::vector<int32_t> run_step();
+  // Hands the slot its next token; ends the request (false) when it is done or its client left.
+  bool deliver(Slot& slot, int32_t token);
 
   models::TransformerLM& model_;
   State params_;
-  int64_t max_batch_, max_queue_, max_len_;
-  std::function<Array(const State&, const Array&, const Array&, const Array&, const Array&,
-                      const Array&)>
+  int64_t max_batch_, max_queue_, max_seq_;
+  State cache_;  // blocks.<i>.key and blocks.<i>.value, (max_batch, max_seq, heads, head_dim)
+  std::function<std::pair<Array, State>(const State&, const State&, const Array&, const Array&,
+                                        const Array&, const Array&, const Array&)>
       step_;
+  std::vector<int64_t> buckets_;  // prefill lengths: 16, 32, ... below max_seq, then max_seq
+  std::function<std::pair<Array, State>(const State&, const State&, const Array&, const Array&,
+                                        const Array&, const Array&, const Array&, const Array&)>
+      prefill_;
   std::vector<Slot> slots_;
   std::deque<std::shared_ptr<Request>> queue_;
   mutable std::mutex mutex_;

@@ -1,0 +1,145 @@
+// `cujax bench serve`: the HTTP server in-process on loopback, driven by closed-loop
+// httplib::Client threads for a fixed time, once with --max-batch slots and once with one slot.
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/bench.h"
+#include "cli/model_dir.h"
+#include "cli/serve_http.h"
+#include "cujax/core/json.h"
+#include "cujax/jit.h"
+
+namespace cujax::cli {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct Figures {
+  double requests_per_s = 0, tokens_per_s = 0, p50_ms = 0, p99_ms = 0;
+  int64_t requests = 0, errors_5xx = 0, other_errors = 0;
+};
+
+int get_status(httplib::Client& client, const std::string& path) {
+  const auto res = client.Get(path);
+  return res ? res->status : -1;
+}
+
+Figures run(models::TransformerLM& model, const State& params, int64_t max_batch, int64_t clients,
+            double seconds, int64_t max_tokens) {
+  serve::Engine engine(model, params, max_batch, /*max_queue=*/clients);
+  HttpServer server(engine, "");
+  const int port = server.listen("127.0.0.1", 0);
+  httplib::Client probe("127.0.0.1", port);
+  // The order is ours here, so this is a check, not a race: 503 until start() returns.
+  if (get_status(probe, "/healthz") != 503)
+    throw Error("bench serve: /healthz not 503 at start-up");
+  engine.start();
+  if (get_status(probe, "/healthz") != 200) throw Error("bench serve: /healthz not 200 when ready");
+  const int64_t compiles = global_compile_count();
+
+  std::vector<std::vector<double>> latencies(clients);
+  std::vector<int64_t> tokens(clients, 0), e5xx(clients, 0), other(clients, 0);
+  const auto t0 = clock::now();
+  const auto end = t0 + std::chrono::duration<double>(seconds);
+  std::vector<std::thread> threads;
+  for (int64_t c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(600, 0);
+      const std::string body =
+          "{\"prompt\": \"The model\", \"max_tokens\": " + std::to_string(max_tokens) +
+          ", \"temperature\": 0.8, \"seed\": " + std::to_string(c) + "}";
+      while (clock::now() < end) {
+        const auto s = clock::now();
+        const auto res = client.Post("/v1/generate", body, "application/json");
+        const double ms = std::chrono::duration<double, std::milli>(clock::now() - s).count();
+        if (res && res->status == 200) {
+          latencies[c].push_back(ms);
+          tokens[c] += json::parse(res->body, "reply").at("generated_tokens").as_int();
+        } else if (res && res->status >= 500) {
+          ++e5xx[c];
+        } else {
+          ++other[c];
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+  if (global_compile_count() != compiles) throw Error("bench serve: compiled while serving");
+  server.begin_shutdown();
+  engine.drain();
+  server.stop();
+
+  Figures f;
+  std::vector<double> all;
+  int64_t total_tokens = 0;
+  for (int64_t c = 0; c < clients; ++c) {
+    all.insert(all.end(), latencies[c].begin(), latencies[c].end());
+    total_tokens += tokens[c];
+    f.errors_5xx += e5xx[c];
+    f.other_errors += other[c];
+  }
+  std::sort(all.begin(), all.end());
+  f.requests = static_cast<int64_t>(all.size());
+  f.requests_per_s = static_cast<double>(all.size()) / elapsed;
+  f.tokens_per_s = static_cast<double>(total_tokens) / elapsed;
+  if (!all.empty()) {
+    f.p50_ms = all[all.size() / 2];
+    f.p99_ms = all[std::min(all.size() - 1, static_cast<size_t>(0.99 * all.size()))];
+  }
+  return f;
+}
+
+}  // namespace
+
+int bench_serve(const std::vector<std::string>& argv) {
+  const Args args(argv, {"model", "clients", "seconds", "max-tokens", "max-batch"});
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const int64_t clients = args.integer("clients", 4, 1);
+  const double seconds = args.number("seconds", 5, 0.1);
+  const int64_t max_tokens = args.integer("max-tokens", 32, 1);
+  const int64_t max_batch = args.integer("max-batch", 4, 2);
+  LoadedModel m;
+  if (args.has("model")) {
+    m = load_model_dir(args.string("model", ""));
+  } else {
+    m.config = models::tiny_config();
+    m.rngs = std::make_unique<nnx::Rngs>(0);
+    m.model = std::make_unique<models::TransformerLM>(m.config, *m.rngs);
+    m.params = nnx::state(*m.model, nnx::VariableKind::Param);
+  }
+  std::printf(
+      "cujax bench serve: model %s (%s, max_len %lld), %lld closed-loop clients for %.1f s each, "
+      "prompt \"The model\", max_tokens %lld, temperature 0.8\n",
+      args.has("model") ? args.string("model", "").c_str() : "tiny",
+      args.has("model") ? "trained" : "random init", static_cast<long long>(m.config.max_len),
+      static_cast<long long>(clients), seconds, static_cast<long long>(max_tokens));
+  const Figures batched = run(*m.model, m.params, max_batch, clients, seconds, max_tokens);
+  const Figures single = run(*m.model, m.params, 1, clients, seconds, max_tokens);
+  std::printf("%-14s %10s %10s %10s %10s %8s %8s\n", "", "requests", "req/s", "tok/s", "p50 ms",
+              "p99 ms", "5xx");
+  const auto line = [](const std::string& name, const Figures& f) {
+    std::printf("%-14s %10lld %10.2f %10.1f %10.0f %8.0f %8lld\n", name.c_str(),
+                static_cast<long long>(f.requests), f.requests_per_s, f.tokens_per_s, f.p50_ms,
+                f.p99_ms, static_cast<long long>(f.errors_5xx));
+  };
+  line("max-batch " + std::to_string(max_batch), batched);
+  line("max-batch 1", single);
+  if (single.tokens_per_s > 0)
+    std::printf("batching gain (tok/s, max-batch %lld over 1): %.2fx\n",
+                static_cast<long long>(max_batch), batched.tokens_per_s / single.tokens_per_s);
+  const int64_t bad =
+      batched.errors_5xx + single.errors_5xx + batched.other_errors + single.other_errors;
+  if (bad > 0) std::printf("FAILED: %lld requests did not get 200\n", static_cast<long long>(bad));
+  return bad > 0 ? 1 : 0;
+}
+
+}  // namespace cujax::cli
