@@ -2,7 +2,6 @@
 // virtual CPU devices with the same global batch, and the share of each step spent in
 // collectives (the gradients' all_reduces).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -10,70 +9,15 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
-#include "cujax/lax.h"
 #include "cujax/models/lm.h"
-#include "cujax/random.h"
 #include "cujax/runtime/backend.h"
-#include "cujax/runtime/spmd.h"
 #include "cujax/sharding.h"
 
 namespace cujax::cli {
 
 namespace {
 
-using clock = std::chrono::steady_clock;
 constexpr int kMaxDevices = 8;
-
-struct Row {
-  int devices = 1;
-  double ms = 0;             // median wall time per step
-  double collective_ms = 0;  // median per device time in collectives (waiting included)
-  double compile_s = 0;
-};
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-Row measure(int devices, const models::TransformerConfig& config, int64_t batch, int64_t seq,
-            int64_t steps) {
-  nnx::Rngs rngs(0);
-  models::TransformerLM model(config, rngs);
-  models::OptimizerOptions o;
-  o.total_steps = 1000;
-  const auto tx = models::make_optimizer(o);
-  State params = nnx::state(model, nnx::VariableKind::Param);
-  State opt_state = tx.init(params);
-  auto step = models::make_train_step(model, tx);
-  const Array window = random::randint(random::PRNGKey(0), {batch, seq + 1}, 0, config.vocab_size);
-  data::Batch b{lax::slice_in_dim(window, 0, seq, 1, 1),
-                lax::slice_in_dim(window, 1, seq + 1, 1, 1)};
-  // One device runs the unpartitioned program; unsharded parameters count as replicated.
-  if (devices > 1) {
-    const Sharding rows = NamedSharding(make_mesh({devices}, {"data"}), P("data", std::nullopt));
-    b = {device_put(b.inputs, rows), device_put(b.targets, rows)};
-  }
-  Row row;
-  row.devices = devices;
-  std::vector<double> ms, collective_ms;
-  for (int64_t i = 0; i < steps + 2; ++i) {
-    const auto t0 = clock::now();
-    auto [p, s, metrics] = step(params, opt_state, b);
-    metrics.at("loss").block_until_ready();
-    params = std::move(p);
-    opt_state = std::move(s);
-    const double elapsed = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-    if (i == 0) row.compile_s = elapsed / 1e3;
-    if (i < 2) continue;  // compilation and warm-up
-    ms.push_back(elapsed);
-    const auto stats = step.last_spmd_stats();
-    collective_ms.push_back(stats ? stats->collective_seconds * 1e3 : 0);
-  }
-  row.ms = median_of(ms);
-  row.collective_ms = median_of(collective_ms);
-  return row;
-}
 
 }  // namespace
 
@@ -102,7 +46,14 @@ int bench_scaling(const std::vector<std::string>& argv) {
               "tokens/s", "vs 1 dev", "collectives ms", "share of step");
   double one_ms = 0;
   for (int n = 1; n <= std::min(available, kMaxDevices); n *= 2) {
-    const Row r = measure(n, config, batch, seq, steps);
+    // One device runs the unpartitioned program; unsharded parameters count as replicated.
+    const auto shard = [n](data::Batch b) {
+      const Sharding rows = NamedSharding(make_mesh({n}, {"data"}), P("data", std::nullopt));
+      return data::Batch{device_put(b.inputs, rows), device_put(b.targets, rows)};
+    };
+    const StepTiming r =
+        time_train_step(config, batch, seq, steps,
+                        n > 1 ? std::function<data::Batch(data::Batch)>(shard) : nullptr);
     if (n == 1) one_ms = r.ms;
     std::printf("%8d %12lld %10.1f %12.0f %9.2fx %15.1f %13.1f%%\n", n,
                 static_cast<long long>(batch / n), r.ms,

@@ -1,27 +1,17 @@
 // `cujax bench train`: one training step of the tiny transformer on the CPU, against the same
 // model and step written in PyTorch and measured in the same run.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/bench.h"
-#include "cujax/lax.h"
 #include "cujax/models/lm.h"
-#include "cujax/random.h"
 
 namespace cujax::cli {
 
 namespace {
-
-using clock = std::chrono::steady_clock;
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The peer's median ms/step, or a negative value when PyTorch is not installed.
 double torch_ms_per_step(const models::TransformerConfig& c, int64_t batch, int64_t seq,
@@ -46,31 +36,8 @@ double torch_ms_per_step(const models::TransformerConfig& c, int64_t batch, int6
 int bench_train(const std::vector<std::string>&) {
   const models::TransformerConfig config = models::tiny_config();
   const int64_t batch = 16, seq = config.max_len, steps = 10;
-  nnx::Rngs rngs(0);
-  models::TransformerLM model(config, rngs);
-  models::OptimizerOptions o;
-  o.total_steps = 1000;
-  const auto tx = models::make_optimizer(o);
-  State params = nnx::state(model, nnx::VariableKind::Param);
-  State opt_state = tx.init(params);
-  auto step = models::make_train_step(model, tx);
-  const Array window = random::randint(random::PRNGKey(0), {batch, seq + 1}, 0, config.vocab_size);
-  const data::Batch b{lax::slice_in_dim(window, 0, seq, 1, 1),
-                      lax::slice_in_dim(window, 1, seq + 1, 1, 1)};
-
-  std::vector<double> ms;
-  double compile_s = 0;
-  for (int64_t i = 0; i < steps + 2; ++i) {
-    const auto t0 = clock::now();
-    auto [p, s, metrics] = step(params, opt_state, b);
-    metrics.at("loss").block_until_ready();
-    params = std::move(p);
-    opt_state = std::move(s);
-    const double elapsed = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-    if (i == 0) compile_s = elapsed / 1e3;
-    if (i >= 2) ms.push_back(elapsed);  // the first two include compilation and warm-up
-  }
-  const double cujax_ms = median_of(ms);
+  const StepTiming t = time_train_step(config, batch, seq, steps);
+  const double cujax_ms = t.ms;
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   const double torch_ms = torch_ms_per_step(config, batch, seq, steps, threads);
   const double tokens = static_cast<double>(batch * seq);
@@ -78,7 +45,7 @@ int bench_train(const std::vector<std::string>&) {
   std::printf(
       "cujax bench train: config tiny (%lld parameters), batch %lld x seq %lld, %u threads, median "
       "of %lld steps\n",
-      static_cast<long long>(nnx::count(model)), static_cast<long long>(batch),
+      static_cast<long long>(t.parameters), static_cast<long long>(batch),
       static_cast<long long>(seq), threads, static_cast<long long>(steps));
   std::printf("%-40s %10s %12s\n", "", "ms/step", "tokens/s");
   std::printf("%-40s %10.1f %12.0f\n", "cujax (cpu backend, jitted step)", cujax_ms,
@@ -90,7 +57,7 @@ int bench_train(const std::vector<std::string>&) {
   } else {
     std::printf("%-40s %10s\n", "PyTorch CPU", "not installed (Debian python3-torch)");
   }
-  std::printf("first step (trace + compile + run): %.2f s\n", compile_s);
+  std::printf("first step (trace + compile + run): %.2f s\n", t.compile_s);
   return 0;
 }
 
