@@ -1,6 +1,5 @@
 #include "cli/bench.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,11 +16,6 @@ namespace {
 
 namespace jnp = cujax::numpy;
 using clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // PyTorch's eager call overhead on the same machine, when Debian's python3-torch is present.
 double torch_overhead_us() {
@@ -64,7 +58,7 @@ int bench_dispatch() {
     for (int i = 0; i < n; ++i) tiny(x).block_until_ready();
     samples.push_back(std::chrono::duration<double, std::micro>(clock::now() - s).count() / n);
   }
-  const double steady_us = median(samples);
+  const double steady_us = median_of(samples);
   // Dispatch alone: calls are queued and only the last one is waited for.
   std::vector<double> dispatch;
   for (int rep = 0; rep < 7; ++rep) {
@@ -75,7 +69,7 @@ int bench_dispatch() {
     dispatch.push_back(std::chrono::duration<double, std::micro>(clock::now() - s).count() / n);
     y.block_until_ready();
   }
-  const double dispatch_us = median(dispatch);
+  const double dispatch_us = median_of(dispatch);
   const double torch_us = torch_overhead_us();
 
   std::printf("cujax bench dispatch (cpu backend, f32[1] x + 1)\n");
