@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `cujax serve` end to end on loopback with a 2-step tiny model: greedy output equals `cujax
-# generate`, no compilation after ready, the first request is not slower than later ones, every
+# `cujax serve` end to end on loopback with a 2-step tiny model: greedy and seeded output equals
+# `cujax generate`, also from a serving bundle (`cujax export --fn serve`) with the model folder
+# gone, no compilation after ready, the first request is not slower than later ones, every
 # bad request gets its 4xx and the server keeps serving, --max-seq's bound, 401 without the
 # token, 429 when the queue is full, a disconnected stream frees its slot, SIGTERM finishes
 # in-flight requests.
@@ -21,8 +22,9 @@ cat "$src"/docs/*.md >"$work/corpus.txt"
   --eval-every 2 --eval-batches 1 --out "$work/model" >/dev/null 2>&1 || { echo "train failed"; exit 1; }
 echo secret-token >"$work/token"
 
-start() {  # start ARGS...: serves the model and waits for /healthz 200
-  "$cujax" serve --model "$work/model" --port "$port" "$@" >"$work/serve.log" 2>&1 &
+model="$work/model"  # what start serves: the folder, or a serving bundle
+start() {  # start ARGS...: serves $model and waits for /healthz 200
+  "$cujax" serve --model "$model" --port "$port" "$@" >"$work/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] && return 0
@@ -45,18 +47,25 @@ compiles() { curl -s "${auth[@]}" "$url/metrics" | awk '/^cujax_compile_total/ {
 start --max-batch 4 --max-queue 8 --auth-token-file "$work/token"
 before=$(compiles)
 
-# Greedy equality with `cujax generate`.
-for prompt in "Hello" "The model" "a"; do
-  expect 200 "{\"prompt\": \"$prompt\", \"max_tokens\": 12, \"temperature\": 0}"
-  "$cujax" generate --model "$work/model" --prompt "$prompt" --max-tokens 12 --temperature 0 \
-    >"$work/gen" 2>/dev/null
-  /usr/bin/python3 - "$work/body" "$work/gen" "$prompt" <<'PY' || fail "greedy '$prompt' differs"
+# Greedy and seeded equality with `cujax generate` (its outputs are kept for the bundle below).
+same_as_generate() {  # same_as_generate GEN PROMPT N: the last reply's N tokens are GEN's
+  /usr/bin/python3 - "$work/body" "$1" "$2" "$3" <<'PY' || fail "'$2' from $model differs from $1"
 import json, sys
 served = bytes(json.load(open(sys.argv[1]))["tokens"])
 gen = open(sys.argv[2], "rb").read()[len(sys.argv[3].encode()):-1]
-sys.exit(0 if served == gen and len(served) == 12 else 1)
+sys.exit(0 if served == gen and len(served) == int(sys.argv[4]) else 1)
 PY
+}
+prompts=("Hello" "The model" "a")
+for i in "${!prompts[@]}"; do
+  "$cujax" generate --model "$work/model" --prompt "${prompts[$i]}" --max-tokens 12 \
+    --temperature 0 >"$work/gen$i" 2>/dev/null
+  expect 200 "{\"prompt\": \"${prompts[$i]}\", \"max_tokens\": 12, \"temperature\": 0}"
+  same_as_generate "$work/gen$i" "${prompts[$i]}" 12
 done
+"$cujax" generate --model "$work/model" --prompt "Hi" --max-tokens 5 --temperature 1.0 --seed 7 \
+  >"$work/gen_seeded" 2>/dev/null
+seeded='{"prompt": "Hi", "max_tokens": 5, "temperature": 1.0, "seed": 7}'
 
 # Every prompt length the model allows, and seeded sampling.
 max_len=$(/usr/bin/python3 -c "import json;print(json.load(open('$work/model/config.json'))['model']['max_len'])")
@@ -64,10 +73,8 @@ for n in 1 7 31 $((max_len - 1)); do
   p=$(printf 'x%.0s' $(seq "$n"))
   expect 200 "{\"prompt\": \"$p\", \"max_tokens\": 2, \"temperature\": 0.8, \"top_k\": 5, \"seed\": 3}"
 done
-expect 200 '{"prompt": "Hi", "max_tokens": 5, "temperature": 1.0, "seed": 7}'
-cp "$work/body" "$work/seeded"
-expect 200 '{"prompt": "Hi", "max_tokens": 5, "temperature": 1.0, "seed": 7}'
-cmp -s "$work/body" "$work/seeded" || fail "the same seed gave different text"
+expect 200 "$seeded"
+same_as_generate "$work/gen_seeded" Hi 5
 
 # Server-sent events.
 curl -sN "${auth[@]}" "$url/v1/generate" -d '{"prompt": "Hi", "max_tokens": 3, "stream": true}' >"$work/sse"
@@ -109,6 +116,54 @@ active=$(curl -s "${auth[@]}" "$url/metrics" | awk '/^cujax_active_slots/ {print
 after=$(compiles)
 [ "$before" = "$after" ] || fail "compile counter grew while serving: $before -> $after"
 stop || fail "SIGTERM: nonzero exit"
+
+# A serving bundle, served with the model folder out of reach: the same tokens as the folder
+# and `cujax generate`, compiled at start-up only (each prefill bucket and the decode step).
+"$cujax" export --model "$work/model" --fn serve --max-batch 4 --out "$work/tiny.serve" \
+  >"$work/export.log" 2>&1 || fail "export --fn serve: $(cat "$work/export.log")"
+mv "$work/model" "$work/model.away"
+model="$work/tiny.serve"
+start --max-batch 4 --auth-token-file "$work/token"
+grep -q 'max-batch 4, max-seq '"$max_len" "$work/serve.log" || fail "bundle: $(cat "$work/serve.log")"
+buckets=$(/usr/bin/python3 -c "print(len([b for b in (16, 32, 64, 128, 256, 512, 1024) if b < $max_len]) + 1)")
+[ "$(compiles)" = $((buckets + 1)) ] || fail "bundle: $(compiles) compiles at start-up, expected $((buckets + 1))"
+for i in "${!prompts[@]}"; do
+  expect 200 "{\"prompt\": \"${prompts[$i]}\", \"max_tokens\": 12, \"temperature\": 0}"
+  same_as_generate "$work/gen$i" "${prompts[$i]}" 12
+done
+expect 200 "$seeded"
+same_as_generate "$work/gen_seeded" Hi 5
+for n in 1 17 33 $((max_len - 1)); do
+  expect 200 "{\"prompt\": \"$(printf 'x%.0s' $(seq "$n"))\", \"max_tokens\": 2}"
+done
+[ "$(compiles)" = $((buckets + 1)) ] || fail "bundle: the compile counter grew while serving"
+stop || fail "bundle: SIGTERM: nonzero exit"
+
+# The bundle fixes max-batch and max-seq; a damaged bundle is refused, naming the file.
+serve_error() {  # serve_error FILE MESSAGE ARGS...: `cujax serve` exits 2 saying MESSAGE
+  local file="$1" message="$2"
+  shift 2
+  "$cujax" serve --model "$file" --port "$port" "$@" >"$work/err" 2>&1
+  local rc=$?
+  [ $rc = 2 ] && grep -qF -- "$message" "$work/err" || fail "serve $*: exit $rc: $(cat "$work/err")"
+}
+serve_error "$model" "--max-batch 2: $model was exported for --max-batch 4" --max-batch 2
+serve_error "$model" "--max-seq 64: $model was exported for --max-seq $max_len" --max-seq 64
+head -c 100000 "$model" >"$work/cut.serve"
+serve_error "$work/cut.serve" "$work/cut.serve: not a valid serving bundle: checksum mismatch"
+/usr/bin/python3 - "$model" "$work/flipped.serve" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) // 2] ^= 1
+open(sys.argv[2], "wb").write(b)
+PY
+serve_error "$work/flipped.serve" "$work/flipped.serve: not a valid serving bundle: checksum mismatch"
+LC_ALL=C sed '1s/^cujax-serve-bundle 1$/cujax-serve-bundle 2/' "$model" >"$work/v2.serve"
+serve_error "$work/v2.serve" "$work/v2.serve: not a valid serving bundle: format version 2"
+"$cujax" export --model "$work/model.away" --fn serve --batch 2 --out "$work/x" >"$work/err" 2>&1
+[ $? = 2 ] && grep -q -- '--batch is an option of --fn forward' "$work/err" || fail "export --fn serve --batch: $(cat "$work/err")"
+mv "$work/model.away" "$work/model"
+model="$work/model"
 
 # The first request after ready is no slower than 1.5x the median of later ones (20 ms slack
 # for a loaded machine).

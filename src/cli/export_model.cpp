@@ -1,11 +1,13 @@
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include "cli/args.h"
 #include "cli/export_model.h"
 #include "cli/model_dir.h"
 #include "cujax/export.h"
 #include "cujax/models/lm.h"
+#include "cujax/serve/steps.h"
 
 namespace cujax::cli {
 
@@ -48,26 +50,56 @@ Exported export_generate_step(LoadedModel& m, int64_t batch) {
   return export_(step, cache, ShapeDtype{{batch, 1}, DType::I32}, ShapeDtype{{}, DType::I32});
 }
 
+// --fn serve: the decode step and one prefill per bucket of `cujax serve`, with the parameters
+// stored once beside them (serve/steps.h, docs/serving.md).
+int export_serve(const Args& args, LoadedModel& m, const std::string& out) {
+  const int64_t max_batch = args.integer("max-batch", 4, 1);
+  const int64_t max_seq = args.integer("max-seq", m.config.max_len, 2);
+  if (max_seq > m.config.max_len)
+    throw UsageError("--max-seq " + std::to_string(max_seq) + " exceeds the model's max_len " +
+                     std::to_string(m.config.max_len));
+  serve::export_steps(*m.model, m.params, max_batch, max_seq, out);
+  std::string buckets;
+  for (int64_t L : serve::prefill_buckets(max_seq))
+    buckets += (buckets.empty() ? "" : ", ") + std::to_string(L);
+  std::printf(
+      "exported serve of %s (step %lld) to %s: decode step for max-batch %lld, prefill for %s "
+      "(max-seq %lld), %lld bytes\n",
+      args.string("model", "").c_str(), static_cast<long long>(m.step), out.c_str(),
+      static_cast<long long>(max_batch), buckets.c_str(), static_cast<long long>(max_seq),
+      static_cast<long long>(std::filesystem::file_size(out)));
+  return 0;
+}
+
 }  // namespace
 
 int export_command(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "fn", "batch", "seq", "out"});
+  const Args args(argv, {"model", "fn", "batch", "seq", "max-batch", "max-seq", "out"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   if (!args.has("model")) throw UsageError("--model DIR is required (a cujax train --out folder)");
   if (!args.has("out")) throw UsageError("--out FILE is required");
   const std::string fn = args.string("fn", "forward");
-  if (fn != "forward" && fn != "generate_step")
-    throw UsageError("--fn must be forward or generate_step, got '" + fn + "'");
-  const int64_t batch = args.integer("batch", 1, 1);
+  if (fn != "forward" && fn != "generate_step" && fn != "serve")
+    throw UsageError("--fn must be forward, generate_step or serve, got '" + fn + "'");
+  // Each function has its own shape options; a misplaced one would be silently ignored.
+  for (const char* o : {"batch", "seq", "max-batch", "max-seq"}) {
+    const bool of_serve = std::string_view(o).starts_with("max-");
+    if (args.has(o) && of_serve != (fn == "serve"))
+      throw UsageError(std::string("--") + o + " is an option of " +
+                       (of_serve ? "--fn serve" : "--fn forward and generate_step") + ", not of " +
+                       fn);
+  }
   LoadedModel m = load_model_dir(args.string("model", ""));
+  const std::string out = args.string("out", "");
+  if (fn == "serve") return export_serve(args, m, out);
+  const int64_t batch = args.integer("batch", 1, 1);
   const int64_t seq = args.integer("seq", m.config.max_len, 1);
   if (seq > m.config.max_len)
     throw UsageError("--seq " + std::to_string(seq) + " exceeds the model's max_len " +
                      std::to_string(m.config.max_len));
   const Exported e =
       fn == "forward" ? export_forward(m, batch, seq) : export_generate_step(m, batch);
-  const std::string out = args.string("out", "");
   e.save(out);
   std::printf("exported %s of %s (step %lld) to %s: %zu inputs, %zu outputs, %lld bytes\n",
               fn.c_str(), args.string("model", "").c_str(), static_cast<long long>(m.step),

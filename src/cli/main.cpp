@@ -40,9 +40,12 @@ commands:
   export --model DIR --out FILE
       --fn forward|generate_step --batch B --seq T
                                a trained model as a portable artifact, weights included
+      --fn serve --max-batch B --max-seq T
+                               the serving bundle `cujax serve --model FILE` runs
   run FILE --input X.npy... --output OUT.npy... [--print]
                                run an exported artifact on .npy inputs (docs/export.md)
-  serve --model DIR            HTTP JSON API with continuous batching (docs/serving.md)
+  serve --model DIR|FILE       HTTP JSON API with continuous batching (docs/serving.md);
+                               FILE: a serving bundle, which fixes max-batch and max-seq
       --host H --port P --max-batch B --max-queue Q --max-seq T --auth-token-file F
   bench dispatch               time of a jitted call: first (trace + compile) and steady state
   bench train                  ms/step and tokens/s of the tiny config against PyTorch CPU

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -26,11 +27,12 @@ int serve_command(const std::vector<std::string>& argv) {
       argv, {"model", "host", "port", "max-batch", "max-queue", "max-seq", "auth-token-file"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
-  if (!args.has("model")) throw UsageError("--model DIR is required (a cujax train --out folder)");
+  if (!args.has("model"))
+    throw UsageError(
+        "--model is required: a cujax train --out folder or a cujax export --fn serve "
+        "bundle");
   const std::string host = args.string("host", "127.0.0.1");
   const int64_t port = args.integer("port", 8080, 0);
-  const int64_t max_batch = args.integer("max-batch", 4, 1);
-  const int64_t max_queue = args.integer("max-queue", 4 * max_batch, 0);
   std::string token;
   if (args.has("auth-token-file")) {
     const std::string path = args.string("auth-token-file", "");
@@ -40,12 +42,33 @@ int serve_command(const std::vector<std::string>& argv) {
     if (token.empty()) throw UsageError("--auth-token-file " + path + ": the first line is empty");
   }
 
-  LoadedModel m = load_model_dir(args.string("model", ""));
-  const int64_t max_seq = args.integer("max-seq", m.config.max_len, 2);
-  if (max_seq > m.config.max_len)
-    throw UsageError("--max-seq " + std::to_string(max_seq) + " exceeds the model's max_len " +
-                     std::to_string(m.config.max_len));
-  serve::Engine engine(*m.model, m.params, max_batch, max_queue, max_seq);
+  const std::string model = args.string("model", "");
+  LoadedModel m;  // a model folder's model, which its engine's steps run
+  serve::ServeSteps steps;
+  if (std::filesystem::is_regular_file(model)) {
+    try {
+      steps = serve::load_steps(model);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+    // The bundle's steps were compiled for its shapes; a flag that asks for others is a mistake.
+    for (const auto& [flag, value] :
+         {std::pair{"max-batch", steps.max_batch}, std::pair{"max-seq", steps.max_seq}})
+      if (args.has(flag) && args.integer(flag, value, 1) != value)
+        throw UsageError("--" + std::string(flag) + " " + args.string(flag, "") + ": " + model +
+                         " was exported for --" + flag + " " + std::to_string(value) +
+                         " (leave the flag out, or export again)");
+  } else {
+    m = load_model_dir(model);
+    const int64_t max_batch = args.integer("max-batch", 4, 1);
+    const int64_t max_seq = args.integer("max-seq", m.config.max_len, 2);
+    if (max_seq > m.config.max_len)
+      throw UsageError("--max-seq " + std::to_string(max_seq) + " exceeds the model's max_len " +
+                       std::to_string(m.config.max_len));
+    steps = serve::jit_steps(*m.model, m.params, max_batch, max_seq);
+  }
+  const int64_t max_queue = args.integer("max-queue", 4 * steps.max_batch, 0);
+  serve::Engine engine(std::move(steps), max_queue);
   HttpServer server(engine, token);
   try {
     server.listen(host, static_cast<int>(port));
@@ -56,8 +79,9 @@ int serve_command(const std::vector<std::string>& argv) {
   std::fprintf(stderr,
                "cujax serve: ready on http://%s:%lld (max-batch %lld, max-seq %lld, compiles "
                "%lld)\n",
-               host.c_str(), static_cast<long long>(port), static_cast<long long>(max_batch),
-               static_cast<long long>(max_seq), static_cast<long long>(global_compile_count()));
+               host.c_str(), static_cast<long long>(port),
+               static_cast<long long>(engine.max_batch()), static_cast<long long>(engine.max_seq()),
+               static_cast<long long>(global_compile_count()));
   std::signal(SIGTERM, [](int) { g_terminate = true; });
   std::signal(SIGINT, [](int) { g_terminate = true; });
   while (!g_terminate) std::this_thread::sleep_for(std::chrono::milliseconds(50));

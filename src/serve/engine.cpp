@@ -3,168 +3,30 @@
 #include <algorithm>
 #include <limits>
 
-#include "cujax/jit.h"
-#include "cujax/lax.h"
 #include "cujax/numpy.h"
-#include "cujax/random.h"
 
 namespace cujax::serve {
 
 namespace jnp = cujax::numpy;
 
-namespace {
-
-Array row(const Array& x, int64_t i) {
-  Shape s(x.shape().begin() + 1, x.shape().end());
-  return jnp::reshape(lax::slice_in_dim(x, i, i + 1, 1, 0), s);
+Engine::Engine(ServeSteps steps, int64_t max_queue)
+    : steps_(std::move(steps)),
+      max_batch_(steps_.max_batch),
+      max_queue_(max_queue),
+      max_seq_(steps_.max_seq),
+      cache_(std::move(steps_.cache)),
+      buckets_(steps_.buckets),
+      slots_(static_cast<size_t>(max_batch_)) {
+  if (max_queue < 0) throw Error("serve: max_queue must be >= 0, got " + std::to_string(max_queue));
+  if (max_batch_ < 1 || buckets_.empty() || buckets_.back() != max_seq_)
+    throw Error("serve: steps for max_batch " + std::to_string(max_batch_) +
+                " with prefill buckets that do not end at max_seq " + std::to_string(max_seq_));
+  stats_.batch_sizes.assign(static_cast<size_t>(max_batch_ + 1), 0);
 }
-
-std::string key_path(size_t layer) {
-  return "blocks." + std::to_string(layer) + ".key";
-}
-std::string value_path(size_t layer) {
-  return "blocks." + std::to_string(layer) + ".value";
-}
-
-// logits (B, V) of the tokens at `positions` (B,) -> the tokens at positions + 1, drawn as
-// models::generate's sample() draws them, with the seed, temperature and k as values per slot.
-Array sample(const Array& logits, const Array& positions, const Array& seeds,
-             const Array& temperatures, const Array& top_k) {
-  const int64_t batch = logits.shape()[0], vocab = logits.shape()[1];
-  const Array greedy = jnp::astype(jnp::argmax(logits, -1), DType::I32);
-  const Array temp = jnp::reshape(temperatures, Shape{batch, 1});
-  const Array scaled = logits / jnp::where(jnp::less(0.0f, temp), temp, 1.0f);
-  const Array sorted = lax::top_k(scaled, vocab).first;  // descending
-  const Array k = jnp::reshape(top_k, Shape{batch, 1});
-  const Array kth = jnp::take_along_axis(sorted, jnp::maximum(k - 1, 0), 1);
-  const Array keep = jnp::logical_or(jnp::less(k, 1), jnp::logical_not(jnp::less(scaled, kth)));
-  const Array masked = jnp::where(keep, scaled, -std::numeric_limits<float>::infinity());
-  std::vector<Array> sampled;
-  for (int64_t b = 0; b < batch; ++b) {
-    const Array key = random::fold_in(random::PRNGKey(row(seeds, b)), row(positions, b) + 1);
-    sampled.push_back(jnp::astype(random::categorical(key, row(masked, b), -1), DType::I32));
-  }
-  return jnp::where(jnp::less(0.0f, temperatures), jnp::stack(sampled), greedy);
-}
-
-// One decode step of every slot: tokens (B, 1) at positions (B,) -> the next tokens (B,) and
-// the cache with each slot's key and value written at its own position. The blocks' arithmetic
-// is Block::operator()'s; only the cache write and the mask are per row.
-std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& params,
-                                  const State& cache, const Array& tokens, const Array& positions,
-                                  const Array& seeds, const Array& temperatures,
-                                  const Array& top_k) {
-  const int64_t batch = tokens.shape()[0], d_model = model.config.d_model;
-  const int64_t max_seq = cache.at(key_path(0)).shape()[1];
-  State new_cache;
-  const Array logits = nnx::functional_call(model, params, [&] {
-    const Array slots = jnp::arange(max_seq, DType::I32);
-    const Array pos = jnp::reshape(positions, Shape{batch, 1});
-    // write (B, S, 1, 1): the row's own position; visible (B, 1, 1, S): key_pos <= position.
-    const Array write = jnp::reshape(jnp::equal(slots, pos), Shape{batch, max_seq, 1, 1});
-    const Array visible = jnp::reshape(jnp::less_equal(slots, pos), Shape{batch, 1, 1, max_seq});
-    Array x =
-        model.embed(tokens) + jnp::reshape(model.pos_embed(positions), Shape{batch, 1, d_model});
-    for (size_t i = 0; i < model.blocks.size(); ++i) {
-      models::Block& block = *model.blocks[i];
-      nnx::MultiHeadAttention& attn = block.attn;
-      const Array h = block.ln1(x);
-      const Array k = jnp::where(write, attn.key(h), cache.at(key_path(i)));
-      const Array v = jnp::where(write, attn.value(h), cache.at(value_path(i)));
-      new_cache.set(key_path(i), k);
-      new_cache.set(value_path(i), v);
-      x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, visible, std::nullopt,
-                                         false, std::nullopt));
-      x = x + block.mlp(block.ln2(x));
-    }
-    return jnp::reshape(model.embed.attend(model.ln_f(x)), Shape{batch, model.config.vocab_size});
-  });
-  return {sample(logits, positions, seeds, temperatures, top_k), std::move(new_cache)};
-}
-
-// Prefill of one slot: tokens (1, L) (a prompt of `length` tokens, padded to the bucket L) ->
-// the token after the prompt (1,) and the cache with the slot's rows [0, L) written. The
-// forward pass is causal, so the padding never reaches the prompt's positions; the keys and
-// values it leaves past the prompt are masked and then overwritten by decoding.
-std::pair<Array, State> prefill_fn(models::TransformerLM& model, const State& params,
-                                   const State& cache, const Array& tokens, const Array& slot,
-                                   const Array& length, const Array& seeds,
-                                   const Array& temperatures, const Array& top_k) {
-  const int64_t seq = tokens.shape()[1], vocab = model.config.vocab_size;
-  const Array zero = jnp::zeros({}, DType::I32);
-  State new_cache;
-  const Array logits = nnx::functional_call(model, params, [&] {
-    Array x = model.embed(tokens) + model.pos_embed(jnp::arange(seq, DType::I32));
-    for (size_t i = 0; i < model.blocks.size(); ++i) {
-      models::Block& block = *model.blocks[i];
-      nnx::MultiHeadAttention& attn = block.attn;
-      const Array h = block.ln1(x);
-      const Array k = attn.key(h), v = attn.value(h);
-      const std::vector<Array> at = {slot, zero, zero, zero};
-      new_cache.set(key_path(i), lax::dynamic_update_slice(cache.at(key_path(i)), k, at));
-      new_cache.set(value_path(i), lax::dynamic_update_slice(cache.at(value_path(i)), v, at));
-      // Query and key lengths are equal: the model's attention_fn is causal.
-      x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, std::nullopt,
-                                         std::nullopt, false, std::nullopt));
-      x = x + block.mlp(block.ln2(x));
-    }
-    const Array all = model.embed.attend(model.ln_f(x));  // (1, L, vocab)
-    return jnp::reshape(lax::dynamic_slice(all, {zero, length - 1, zero}, {1, 1, vocab}),
-                        Shape{1, vocab});
-  });
-  return {sample(logits, jnp::reshape(length - 1, Shape{1}), seeds, temperatures, top_k),
-          std::move(new_cache)};
-}
-
-}  // namespace
 
 Engine::Engine(models::TransformerLM& model, State params, int64_t max_batch, int64_t max_queue,
                std::optional<int64_t> max_seq)
-    : model_(model),
-      params_(std::move(params)),
-      max_batch_(max_batch),
-      max_queue_(max_queue),
-      max_seq_(max_seq.value_or(model.config.max_len)),
-      slots_(static_cast<size_t>(max_batch)) {
-  if (max_batch < 1) throw Error("serve: max_batch must be >= 1, got " + std::to_string(max_batch));
-  if (max_queue < 0) throw Error("serve: max_queue must be >= 0, got " + std::to_string(max_queue));
-  if (max_seq_ < 2 || max_seq_ > model.config.max_len)
-    throw Error("serve: max_seq must be in [2, " + std::to_string(model.config.max_len) +
-                "] (the model's max_len), got " + std::to_string(max_seq_));
-  stats_.batch_sizes.assign(static_cast<size_t>(max_batch + 1), 0);
-  const Shape shape{max_batch, max_seq_, model.config.num_heads, model.config.head_dim()};
-  for (size_t i = 0; i < model.blocks.size(); ++i) {
-    cache_.set(key_path(i), jnp::zeros(shape));
-    cache_.set(value_path(i), jnp::zeros(shape));
-  }
-  JitOptions jo;
-  jo.name = "serve_decode_step";
-  jo.donate_argnums = {1};
-  auto jitted = jit(
-      [&model](const State& params, const State& cache, const Array& tokens, const Array& positions,
-               const Array& seeds, const Array& temperatures, const Array& top_k) {
-        return decode_fn(model, params, cache, tokens, positions, seeds, temperatures, top_k);
-      },
-      jo);
-  step_ = [jitted](const State& p, const State& c, const Array& t, const Array& pos, const Array& s,
-                   const Array& temp,
-                   const Array& k) mutable { return jitted(p, c, t, pos, s, temp, k); };
-  for (int64_t b = 16; b < max_seq_; b *= 2) buckets_.push_back(b);
-  buckets_.push_back(max_seq_);
-  JitOptions po;
-  po.name = "serve_prefill";
-  po.donate_argnums = {1};
-  auto prefill = jit(
-      [&model](const State& params, const State& cache, const Array& tokens, const Array& slot,
-               const Array& length, const Array& seeds, const Array& temperatures,
-               const Array& top_k) {
-        return prefill_fn(model, params, cache, tokens, slot, length, seeds, temperatures, top_k);
-      },
-      po);
-  prefill_ = [prefill](const State& p, const State& c, const Array& t, const Array& slot,
-                       const Array& n, const Array& s, const Array& temp,
-                       const Array& k) mutable { return prefill(p, c, t, slot, n, s, temp, k); };
-}
+    : Engine(jit_steps(model, std::move(params), max_batch, max_seq), max_queue) {}
 
 Engine::~Engine() {
   drain();
@@ -185,7 +47,7 @@ bool Engine::submit(std::shared_ptr<Request> r) {
     throw Error("prompt: " + std::to_string(r->prompt.size()) + " tokens; the context is " +
                 std::to_string(max_seq_));
   for (int32_t t : r->prompt)
-    if (t < 0 || t >= model_.config.vocab_size)
+    if (t < 0 || t >= steps_.vocab_size)
       throw Error("prompt: token " + std::to_string(t) + " is outside the vocabulary");
   if (r->max_tokens < 1) throw Error("max_tokens: must be >= 1");
   if (r->temperature < 0) throw Error("temperature: must be >= 0");
@@ -223,11 +85,11 @@ int32_t Engine::run_prefill(int64_t slot, const std::vector<int32_t>& prompt, in
     return jnp::array(std::vector<int32_t>{static_cast<int32_t>(v)}, Shape{});
   };
   auto [next, cache] =
-      prefill_(params_, cache_, jnp::array(tokens, Shape{1, bucket}), scalar(slot),
-               scalar(static_cast<int64_t>(prompt.size())),
-               jnp::array(std::vector<int32_t>{static_cast<int32_t>(seed)}, Shape{1}),
-               jnp::array(std::vector<float>{static_cast<float>(temperature)}, Shape{1}),
-               jnp::array(std::vector<int32_t>{static_cast<int32_t>(top_k)}, Shape{1}));
+      steps_.prefill(cache_, jnp::array(tokens, Shape{1, bucket}), scalar(slot),
+                     scalar(static_cast<int64_t>(prompt.size())),
+                     jnp::array(std::vector<int32_t>{static_cast<int32_t>(seed)}, Shape{1}),
+                     jnp::array(std::vector<float>{static_cast<float>(temperature)}, Shape{1}),
+                     jnp::array(std::vector<int32_t>{static_cast<int32_t>(top_k)}, Shape{1}));
   cache_ = std::move(cache);
   return next.to_vector<int32_t>()[0];
 }
@@ -248,9 +110,9 @@ std::vector<int32_t> Engine::run_step() {
     temps[b] = static_cast<float>(s.request->temperature);
     top_k[b] = static_cast<int32_t>(s.request->top_k);
   }
-  auto [next, cache] =
-      step_(params_, cache_, jnp::array(tokens, Shape{B, 1}), jnp::array(positions, Shape{B}),
-            jnp::array(seeds, Shape{B}), jnp::array(temps, Shape{B}), jnp::array(top_k, Shape{B}));
+  auto [next, cache] = steps_.decode(cache_, jnp::array(tokens, Shape{B, 1}),
+                                     jnp::array(positions, Shape{B}), jnp::array(seeds, Shape{B}),
+                                     jnp::array(temps, Shape{B}), jnp::array(top_k, Shape{B}));
   cache_ = std::move(cache);
   return next.to_vector<int32_t>();
 }

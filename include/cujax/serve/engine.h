@@ -1,10 +1,11 @@
 // The serving engine behind `cujax serve`: iteration-level (continuous) batching of generation
 // requests over a fixed number of slots, with a KV cache per slot.
 //
-// One scheduler thread runs a single jitted decode step for all slots together: each slot
-// feeds one token at its own position, the step writes that token's key and value into the
-// slot's rows of the cache (max_batch, max_seq, heads, head_dim) per layer, donated so it is
-// updated in place, and attends with the slot's own mask key_pos <= position. A decode step
+// The engine runs the two functions of ServeSteps (serve/steps.h), jitted from a model or loaded
+// from a serving bundle. One scheduler thread runs a single decode step for all slots together:
+// each slot feeds one token at its own position, the step writes that token's key and value into
+// the slot's rows of the cache (max_batch, max_seq, heads, head_dim) per layer, returned as the
+// new cache, and attends with the slot's own mask key_pos <= position. A decode step
 // therefore costs one new position per slot, plus attention over max_seq cached keys.
 //
 // A new request is first prefilled alone: its prompt, padded to the smallest prefill bucket
@@ -28,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "cujax/models/transformer.h"
+#include "cujax/serve/steps.h"
 
 namespace cujax::serve {
 
@@ -55,12 +56,14 @@ struct EngineStats {
 
 class Engine {
  public:
-  // max_seq bounds prompt + generated tokens (the cache's length); default the model's
-  // max_len, and it must be in [2, max_len].
+  Engine(ServeSteps steps, int64_t max_queue);
+  // jit_steps(model, params, max_batch, max_seq): max_seq bounds prompt + generated tokens (the
+  // cache's length); default the model's max_len, and it must be in [2, max_len].
   Engine(models::TransformerLM& model, State params, int64_t max_batch, int64_t max_queue,
          std::optional<int64_t> max_seq = std::nullopt);
   ~Engine();
-  // Compiles and runs the decode step once, then starts the scheduler thread.
+  // Compiles and runs every prefill bucket and the decode step once, then starts the scheduler
+  // thread.
   void start();
   bool ready() const { return ready_; }
   // Checks the request (throws Error naming the field) and queues it; false when the queue is
@@ -87,17 +90,10 @@ class Engine {
   // Hands the slot its next token; ends the request (false) when it is done or its client left.
   bool deliver(Slot& slot, int32_t token);
 
-  models::TransformerLM& model_;
-  State params_;
+  ServeSteps steps_;
   int64_t max_batch_, max_queue_, max_seq_;
   State cache_;  // blocks.<i>.key and blocks.<i>.value, (max_batch, max_seq, heads, head_dim)
-  std::function<std::pair<Array, State>(const State&, const State&, const Array&, const Array&,
-                                        const Array&, const Array&, const Array&)>
-      step_;
   std::vector<int64_t> buckets_;  // prefill lengths: 16, 32, ... below max_seq, then max_seq
-  std::function<std::pair<Array, State>(const State&, const State&, const Array&, const Array&,
-                                        const Array&, const Array&, const Array&, const Array&)>
-      prefill_;
   std::vector<Slot> slots_;
   std::deque<std::shared_ptr<Request>> queue_;
   mutable std::mutex mutex_;

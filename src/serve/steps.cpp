@@ -1,0 +1,373 @@
+#include "cujax/serve/steps.h"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "cujax/core/json.h"
+#include "cujax/core/npy.h"
+#include "cujax/core/sha256.h"
+#include "cujax/export.h"
+#include "cujax/jit.h"
+#include "cujax/lax.h"
+#include "cujax/metrics_log.h"
+#include "cujax/numpy.h"
+#include "cujax/random.h"
+
+namespace cujax::serve {
+
+namespace jnp = cujax::numpy;
+
+namespace {
+
+Array row(const Array& x, int64_t i) {
+  Shape s(x.shape().begin() + 1, x.shape().end());
+  return jnp::reshape(lax::slice_in_dim(x, i, i + 1, 1, 0), s);
+}
+
+std::string key_path(size_t layer) {
+  return "blocks." + std::to_string(layer) + ".key";
+}
+std::string value_path(size_t layer) {
+  return "blocks." + std::to_string(layer) + ".value";
+}
+
+// logits (B, V) of the tokens at `positions` (B,) -> the tokens at positions + 1, drawn as
+// models::generate's sample() draws them, with the seed, temperature and k as values per slot.
+Array sample(const Array& logits, const Array& positions, const Array& seeds,
+             const Array& temperatures, const Array& top_k) {
+  const int64_t batch = logits.shape()[0], vocab = logits.shape()[1];
+  const Array greedy = jnp::astype(jnp::argmax(logits, -1), DType::I32);
+  const Array temp = jnp::reshape(temperatures, Shape{batch, 1});
+  const Array scaled = logits / jnp::where(jnp::less(0.0f, temp), temp, 1.0f);
+  const Array sorted = lax::top_k(scaled, vocab).first;  // descending
+  const Array k = jnp::reshape(top_k, Shape{batch, 1});
+  const Array kth = jnp::take_along_axis(sorted, jnp::maximum(k - 1, 0), 1);
+  const Array keep = jnp::logical_or(jnp::less(k, 1), jnp::logical_not(jnp::less(scaled, kth)));
+  const Array masked = jnp::where(keep, scaled, -std::numeric_limits<float>::infinity());
+  std::vector<Array> sampled;
+  for (int64_t b = 0; b < batch; ++b) {
+    const Array key = random::fold_in(random::PRNGKey(row(seeds, b)), row(positions, b) + 1);
+    sampled.push_back(jnp::astype(random::categorical(key, row(masked, b), -1), DType::I32));
+  }
+  return jnp::where(jnp::less(0.0f, temperatures), jnp::stack(sampled), greedy);
+}
+
+// One decode step of every slot: tokens (B, 1) at positions (B,) -> the next tokens (B,) and
+// the cache with each slot's key and value written at its own position. The blocks' arithmetic
+// is Block::operator()'s; only the cache write and the mask are per row.
+std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& params,
+                                  const State& cache, const Array& tokens, const Array& positions,
+                                  const Array& seeds, const Array& temperatures,
+                                  const Array& top_k) {
+  const int64_t batch = tokens.shape()[0], d_model = model.config.d_model;
+  const int64_t max_seq = cache.at(key_path(0)).shape()[1];
+  State new_cache;
+  const Array logits = nnx::functional_call(model, params, [&] {
+    const Array slots = jnp::arange(max_seq, DType::I32);
+    const Array pos = jnp::reshape(positions, Shape{batch, 1});
+    // write (B, S, 1, 1): the row's own position; visible (B, 1, 1, S): key_pos <= position.
+    const Array write = jnp::reshape(jnp::equal(slots, pos), Shape{batch, max_seq, 1, 1});
+    const Array visible = jnp::reshape(jnp::less_equal(slots, pos), Shape{batch, 1, 1, max_seq});
+    Array x =
+        model.embed(tokens) + jnp::reshape(model.pos_embed(positions), Shape{batch, 1, d_model});
+    for (size_t i = 0; i < model.blocks.size(); ++i) {
+      models::Block& block = *model.blocks[i];
+      nnx::MultiHeadAttention& attn = block.attn;
+      const Array h = block.ln1(x);
+      const Array k = jnp::where(write, attn.key(h), cache.at(key_path(i)));
+      const Array v = jnp::where(write, attn.value(h), cache.at(value_path(i)));
+      new_cache.set(key_path(i), k);
+      new_cache.set(value_path(i), v);
+      x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, visible, std::nullopt,
+                                         false, std::nullopt));
+      x = x + block.mlp(block.ln2(x));
+    }
+    return jnp::reshape(model.embed.attend(model.ln_f(x)), Shape{batch, model.config.vocab_size});
+  });
+  return {sample(logits, positions, seeds, temperatures, top_k), std::move(new_cache)};
+}
+
+// Prefill of one slot: tokens (1, L) (a prompt of `length` tokens, padded to the bucket L) ->
+// the token after the prompt (1,) and the cache with the slot's rows [0, L) written. The
+// forward pass is causal, so the padding never reaches the prompt's positions; the keys and
+// values it leaves past the prompt are masked and then overwritten by decoding.
+std::pair<Array, State> prefill_fn(models::TransformerLM& model, const State& params,
+                                   const State& cache, const Array& tokens, const Array& slot,
+                                   const Array& length, const Array& seeds,
+                                   const Array& temperatures, const Array& top_k) {
+  const int64_t seq = tokens.shape()[1], vocab = model.config.vocab_size;
+  const Array zero = jnp::zeros({}, DType::I32);
+  State new_cache;
+  const Array logits = nnx::functional_call(model, params, [&] {
+    Array x = model.embed(tokens) + model.pos_embed(jnp::arange(seq, DType::I32));
+    for (size_t i = 0; i < model.blocks.size(); ++i) {
+      models::Block& block = *model.blocks[i];
+      nnx::MultiHeadAttention& attn = block.attn;
+      const Array h = block.ln1(x);
+      const Array k = attn.key(h), v = attn.value(h);
+      const std::vector<Array> at = {slot, zero, zero, zero};
+      new_cache.set(key_path(i), lax::dynamic_update_slice(cache.at(key_path(i)), k, at));
+      new_cache.set(value_path(i), lax::dynamic_update_slice(cache.at(value_path(i)), v, at));
+      // Query and key lengths are equal: the model's attention_fn is causal.
+      x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, std::nullopt,
+                                         std::nullopt, false, std::nullopt));
+      x = x + block.mlp(block.ln2(x));
+    }
+    const Array all = model.embed.attend(model.ln_f(x));  // (1, L, vocab)
+    return jnp::reshape(lax::dynamic_slice(all, {zero, length - 1, zero}, {1, 1, vocab}),
+                        Shape{1, vocab});
+  });
+  return {sample(logits, jnp::reshape(length - 1, Shape{1}), seeds, temperatures, top_k),
+          std::move(new_cache)};
+}
+
+// The jitted functions take the parameters first, so that the exported ones do too and the
+// bundle stores them once rather than as constants of every module.
+auto jit_decode(models::TransformerLM& model) {
+  JitOptions o;
+  o.name = "serve_decode_step";
+  o.donate_argnums = {1};
+  o.arg_names = {"params", "cache", "tokens", "positions", "seeds", "temperatures", "top_k"};
+  return jit(
+      [&model](const State& params, const State& cache, const Array& tokens, const Array& positions,
+               const Array& seeds, const Array& temperatures, const Array& top_k) {
+        return decode_fn(model, params, cache, tokens, positions, seeds, temperatures, top_k);
+      },
+      o);
+}
+
+auto jit_prefill(models::TransformerLM& model) {
+  JitOptions o;
+  o.name = "serve_prefill";
+  o.donate_argnums = {1};
+  o.arg_names = {"params", "cache", "tokens", "slot", "length", "seeds", "temperatures", "top_k"};
+  return jit(
+      [&model](const State& params, const State& cache, const Array& tokens, const Array& slot,
+               const Array& length, const Array& seeds, const Array& temperatures,
+               const Array& top_k) {
+        return prefill_fn(model, params, cache, tokens, slot, length, seeds, temperatures, top_k);
+      },
+      o);
+}
+
+int64_t checked_max_seq(const models::TransformerLM& model, std::optional<int64_t> max_seq,
+                        int64_t max_batch) {
+  if (max_batch < 1) throw Error("serve: max_batch must be >= 1, got " + std::to_string(max_batch));
+  const int64_t n = max_seq.value_or(model.config.max_len);
+  if (n < 2 || n > model.config.max_len)
+    throw Error("serve: max_seq must be in [2, " + std::to_string(model.config.max_len) +
+                "] (the model's max_len), got " + std::to_string(n));
+  return n;
+}
+
+State zero_cache(const models::TransformerLM& model, int64_t max_batch, int64_t max_seq) {
+  const Shape shape{max_batch, max_seq, model.config.num_heads, model.config.head_dim()};
+  State cache;
+  for (size_t i = 0; i < model.blocks.size(); ++i) {
+    cache.set(key_path(i), jnp::zeros(shape));
+    cache.set(value_path(i), jnp::zeros(shape));
+  }
+  return cache;
+}
+
+constexpr std::string_view kMagic = "cujax-serve-bundle ";
+const std::string kParams = "params.";
+
+// An exported step's flat outputs -> (next tokens, cache). The cache's leaf paths are its keys
+// after the result's own prefix: "result.blocks.0.key" as trace::flatten_arguments names a
+// State inside a pair today, or "result[1].blocks.0.key" as docs/export.md promises.
+std::pair<Array, State> unflatten(const Exported& e, std::vector<Array> out) {
+  State cache;
+  for (size_t i = 1; i < out.size(); ++i) {
+    const std::string& path = e.out_leaves()[i].path;
+    cache.set(path.substr(path.find('.') + 1), std::move(out[i]));
+  }
+  return {std::move(out[0]), std::move(cache)};
+}
+
+}  // namespace
+
+std::vector<int64_t> prefill_buckets(int64_t max_seq) {
+  std::vector<int64_t> buckets;
+  for (int64_t b = 16; b < max_seq; b *= 2) buckets.push_back(b);
+  buckets.push_back(max_seq);
+  return buckets;
+}
+
+ServeSteps jit_steps(models::TransformerLM& model, State params, int64_t max_batch,
+                     std::optional<int64_t> max_seq) {
+  ServeSteps s;
+  s.max_batch = max_batch;
+  s.max_seq = checked_max_seq(model, max_seq, max_batch);
+  s.vocab_size = model.config.vocab_size;
+  s.buckets = prefill_buckets(s.max_seq);
+  s.cache = zero_cache(model, max_batch, s.max_seq);
+  auto p = std::make_shared<const State>(std::move(params));
+  s.decode = [p, f = jit_decode(model)](const State& c, const Array& t, const Array& pos,
+                                        const Array& seed, const Array& temp,
+                                        const Array& k) { return f(*p, c, t, pos, seed, temp, k); };
+  s.prefill = [p, f = jit_prefill(model)](const State& c, const Array& t, const Array& slot,
+                                          const Array& n, const Array& seed, const Array& temp,
+                                          const Array& k) {
+    return f(*p, c, t, slot, n, seed, temp, k);
+  };
+  return s;
+}
+
+// The bundle: "cujax-serve-bundle 1\nsha256 <hex of the rest>\n<header JSON>\n<members>", the
+// header listing max_batch, max_seq, vocab_size, buckets and each member's name and size in
+// order: "decode", "prefill.<L>" per bucket (Exported::serialize bytes), then
+// "params.<path>" per parameter (.npy bytes).
+void export_steps(models::TransformerLM& model, const State& params, int64_t max_batch,
+                  int64_t max_seq, const std::string& path) {
+  const int64_t seq = checked_max_seq(model, max_seq, max_batch);
+  const State cache = zero_cache(model, max_batch, seq);
+  const auto i32 = [](Shape s) { return ShapeDtype{std::move(s), DType::I32}; };
+  std::vector<std::pair<std::string, std::string>> members;
+  const int64_t B = max_batch;
+  members.emplace_back("decode", export_(jit_decode(model), params, cache, i32({B, 1}), i32({B}),
+                                         i32({B}), ShapeDtype{{B}, DType::F32}, i32({B}))
+                                     .serialize());
+  json::Value buckets = json::Value::Array{};
+  for (int64_t L : prefill_buckets(seq)) {
+    buckets.push_back(L);
+    members.emplace_back("prefill." + std::to_string(L),
+                         export_(jit_prefill(model), params, cache, i32({1, L}), i32({}), i32({}),
+                                 i32({1}), ShapeDtype{{1}, DType::F32}, i32({1}))
+                             .serialize());
+  }
+  for (const auto& [name, value] : params)
+    members.emplace_back(kParams + name, serialize_npy(value.to_host()));
+  json::Value list = json::Value::Array{};
+  std::string payload;
+  for (const auto& [name, bytes] : members) {
+    json::Value m = json::Value::object();
+    m.set("name", name);
+    m.set("bytes", static_cast<int64_t>(bytes.size()));
+    list.push_back(std::move(m));
+    payload += bytes;
+  }
+  json::Value header = json::Value::object();
+  header.set("max_batch", B);
+  header.set("max_seq", seq);
+  header.set("vocab_size", model.config.vocab_size);
+  header.set("buckets", std::move(buckets));
+  header.set("members", std::move(list));
+  const std::string body = json::dump(header) + "\n" + payload;
+  metrics_log::write_file_atomic(path, std::string(kMagic) + std::to_string(kServeBundleVersion) +
+                                           "\nsha256 " + sha256_hex(body) + "\n" + body);
+}
+
+ServeSteps load_steps(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the serving bundle");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  const auto fail = [&](const std::string& why) -> Error {
+    return Error(path + ": not a valid serving bundle: " + why);
+  };
+  const size_t l1 = bytes.find('\n');
+  if (bytes.compare(0, kMagic.size(), kMagic) != 0 || l1 == std::string::npos)
+    throw fail("it does not start with '" + std::string(kMagic) +
+               "<version>' (cujax export --fn serve writes bundles)");
+  const std::string version = bytes.substr(kMagic.size(), l1 - kMagic.size());
+  if (version != std::to_string(kServeBundleVersion))
+    throw fail("format version " + version + "; this cujax reads version " +
+               std::to_string(kServeBundleVersion));
+  const size_t l2 = bytes.find('\n', l1 + 1);
+  if (l2 == std::string::npos || bytes.compare(l1 + 1, 7, "sha256 ") != 0)
+    throw fail("the second line is not 'sha256 <hex>'");
+  const std::string recorded = bytes.substr(l1 + 8, l2 - l1 - 8);
+  const std::string_view body = std::string_view(bytes).substr(l2 + 1);
+  if (sha256_hex(body) != recorded)
+    throw fail("checksum mismatch (the file is truncated, corrupt or was edited)");
+  const size_t l3 = body.find('\n');
+  if (l3 == std::string::npos) throw fail("no header line");
+
+  ServeSteps s;
+  std::map<std::string, std::string_view> members;
+  size_t offset = l3 + 1;
+  try {
+    const json::Value header = json::parse(body.substr(0, l3), "the header");
+    s.max_batch = header.at("max_batch").as_int();
+    s.max_seq = header.at("max_seq").as_int();
+    s.vocab_size = header.at("vocab_size").as_int();
+    for (const auto& b : header.at("buckets").as_array()) s.buckets.push_back(b.as_int());
+    for (const auto& m : header.at("members").as_array()) {
+      const auto size = static_cast<size_t>(m.at("bytes").as_int());
+      if (offset + size > body.size()) {
+        offset = std::string::npos;
+        break;
+      }
+      members[m.at("name").as_string()] = body.substr(offset, size);
+      offset += size;
+    }
+  } catch (const Error& e) {
+    throw fail(e.what());
+  }
+  if (offset != body.size()) throw fail("its members do not add up to the file's size");
+  if (s.max_batch < 1 || s.max_seq < 2 || s.buckets.empty() || s.buckets.back() != s.max_seq ||
+      !std::is_sorted(s.buckets.begin(), s.buckets.end()))
+    throw fail("the header's max_batch, max_seq and buckets are inconsistent");
+  const auto member = [&](const std::string& name) {
+    auto it = members.find(name);
+    if (it == members.end()) throw fail("it has no member " + name);
+    return it->second;
+  };
+
+  struct Loaded {
+    State params;
+    Exported decode;
+    std::map<int64_t, Exported> prefill;
+  };
+  const auto decode = Exported::deserialize(member("decode"), path + " member decode");
+  auto loaded = std::make_shared<Loaded>(Loaded{{}, decode, {}});
+  for (int64_t L : s.buckets) {
+    const std::string name = "prefill." + std::to_string(L);
+    const Exported& e =
+        loaded->prefill.emplace(L, Exported::deserialize(member(name), path + " member " + name))
+            .first->second;
+    for (const ExportedLeaf& leaf : e.in_leaves())
+      if (leaf.path == "tokens" && leaf.aval.shape != Shape{1, L})
+        throw fail("member " + name + " takes tokens " + leaf.aval.str());
+  }
+  for (const ExportedLeaf& leaf : decode.in_leaves()) {
+    const std::string_view where = leaf.path;
+    if (where.starts_with(kParams)) {
+      const HostTensor t = parse_npy(std::string(member(leaf.path)), path + " member " + leaf.path);
+      if (t.shape() != leaf.aval.shape || t.dtype() != leaf.aval.dtype)
+        throw fail("member " + leaf.path + " is " + ShapeDtype{t.shape(), t.dtype()}.str() +
+                   ", the decode step takes " + leaf.aval.str());
+      loaded->params.set(leaf.path.substr(kParams.size()), jnp::array(t));
+    } else if (where.starts_with("cache.")) {
+      const Shape& shape = leaf.aval.shape;
+      if (shape.size() != 4 || shape[0] != s.max_batch || shape[1] != s.max_seq)
+        throw fail("the decode step's " + leaf.path + " is " + leaf.aval.str() +
+                   ", not (max_batch, max_seq, heads, head_dim)");
+      s.cache.set(leaf.path.substr(6), jnp::zeros(leaf.aval.shape, leaf.aval.dtype));
+    } else if (leaf.path == "tokens" && leaf.aval.shape != Shape{s.max_batch, 1}) {
+      throw fail("the decode step takes tokens " + leaf.aval.str() + ", but max_batch is " +
+                 std::to_string(s.max_batch));
+    }
+  }
+  s.decode = [loaded](const State& c, const Array& t, const Array& pos, const Array& seed,
+                      const Array& temp, const Array& k) {
+    return unflatten(loaded->decode, loaded->decode.call(loaded->params, c, t, pos, seed, temp, k));
+  };
+  s.prefill = [loaded, path](const State& c, const Array& t, const Array& slot, const Array& n,
+                             const Array& seed, const Array& temp, const Array& k) {
+    const auto it = loaded->prefill.find(t.shape()[1]);
+    if (it == loaded->prefill.end())
+      throw Error(path + ": no prefill for a prompt padded to " + std::to_string(t.shape()[1]) +
+                  " tokens");
+    return unflatten(it->second, it->second.call(loaded->params, c, t, slot, n, seed, temp, k));
+  };
+  return s;
+}
+
+}  // namespace cujax::serve
