@@ -73,7 +73,7 @@ cmp -s "$work/g1" "$work/g2" || fail "generate with one seed gave two texts"
 # without the model's code; decoding position by position must give the forward pass's logits.
 "$cujax" export --model "$work/a" --fn forward --batch 1 --seq 8 --out "$work/fwd.cujax" >/dev/null || fail "export forward"
 "$cujax" export --model "$work/a" --fn generate_step --batch 1 --out "$work/step.cujax" >/dev/null || fail "export generate_step"
-expect_usage_error "export unknown fn" "--fn must be forward or generate_step" export --model "$work/a" --fn train --out "$work/x"
+expect_usage_error "export unknown fn" "--fn must be forward, generate_step or serve" export --model "$work/a" --fn train --out "$work/x"
 expect_usage_error "export too long" "exceeds the model's max_len" export --model "$work/a" --seq 4096 --out "$work/x"
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
   /usr/bin/python3 - "$cujax" "$work" <<'PY' || fail "generate_step artifact disagrees with forward artifact"
