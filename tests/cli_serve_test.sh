@@ -165,20 +165,30 @@ serve_error "$work/v2.serve" "$work/v2.serve: not a valid serving bundle: format
 mv "$work/model.away" "$work/model"
 model="$work/model"
 
-# The first request after ready is no slower than 1.5x the median of later ones (20 ms slack
-# for a loaded machine).
-start --max-batch 2
-for i in $(seq 7); do
-  curl -s -o /dev/null -w '%{time_total}\n' "$url/v1/generate" -d '{"prompt": "Hello", "max_tokens": 8}'
-done >"$work/times"
-/usr/bin/python3 - "$work/times" <<'PY' || fail "first request slow: $(tr '\n' ' ' <"$work/times")"
+# The first request after ready is no slower than 1.5x the median of later ones (+20 ms). On
+# this loaded 2-core machine a request that follows an idle pause takes up to 2x one sent right
+# after another (measured: 177 against 83 ms median), and the first one always follows a pause
+# (the readiness poll's), so every request here follows the same 0.2 s pause; and one request
+# can still lose a scheduler slice or two, so the first requests of three fresh servers are
+# compared as a group, their median against the median of the later ones.
+for _ in 1 2 3; do
+  start --max-batch 2
+  for i in $(seq 5); do
+    sleep 0.2
+    curl -s -o /dev/null -w '%{time_total} ' "$url/v1/generate" -d '{"prompt": "Hello", "max_tokens": 8}'
+  done >>"$work/times"
+  echo >>"$work/times"
+  stop || fail "SIGTERM: nonzero exit"
+done
+/usr/bin/python3 - "$work/times" <<'PY' || fail "first request slow: $(tr '\n' '/' <"$work/times")"
 import statistics, sys
-t = [float(x) for x in open(sys.argv[1])]
-sys.exit(0 if t[0] <= 1.5 * statistics.median(t[1:]) + 0.02 else 1)
+rows = [[float(x) for x in line.split()] for line in open(sys.argv[1])]
+first = statistics.median(r[0] for r in rows)
+later = statistics.median(t for r in rows for t in r[1:])
+sys.exit(0 if first <= 1.5 * later + 0.02 else 1)
 PY
 
 # --max-seq bounds prompt + generated tokens; outside [2, max_len] it is a usage error.
-stop
 for bad in 1 $((max_len + 1)); do
   "$cujax" serve --model "$work/model" --port "$port" --max-seq "$bad" >"$work/err" 2>&1
   [ $? = 2 ] && grep -q max-seq "$work/err" || fail "--max-seq $bad: $(cat "$work/err")"
