@@ -437,3 +437,25 @@ TEST_F(Sharding8, RowsAndColumnsShardedMatmul) {
   const std::string compiled = f.lower(x, w).compile().as_text();
   EXPECT_EQ(count(compiled, "stablehlo.all_"), 0u) << compiled;
 }
+
+TEST_F(Sharding8, ProgramRunsOnTheMeshDevices) {
+  // A mesh over cpu:4..7: the partitioned program runs there, and its outputs say so.
+  const Mesh upper(std::vector<int>{4, 5, 6, 7}, {4}, {"data"});
+  const Mesh lower(std::vector<int>{0, 1, 2, 3}, {4}, {"data"});
+  const Array x = random_array({8, 2}, 17), y = random_array({8, 2}, 18);
+  auto f = jit([](const Array& x, const Array& y) { return x * y + 1.0f; });
+  const Array z = f(device_put(x, NamedSharding(upper, P("data"))),
+                    device_put(y, NamedSharding(upper, P("data"))));
+  expect_near(z, x * y + 1.0f, 0);
+  EXPECT_EQ(z.devices(), (std::vector<std::string>{"cpu:4", "cpu:5", "cpu:6", "cpu:7"}));
+  EXPECT_EQ(addressable_shards(z)[1].device, 5);
+  EXPECT_TRUE(is_fully_addressable(z));  // one process holds every device
+  // Arguments on different devices cannot meet in one program (JAX: incompatible devices).
+  expect_error(
+      [&] {
+        f(device_put(x, NamedSharding(lower, P("data"))),
+          device_put(y, NamedSharding(upper, P("data"))));
+      },
+      "jit: incompatible devices: argument arg1 is on [cpu:4, cpu:5, cpu:6, cpu:7] but "
+      "argument arg0 on [cpu:0, cpu:1, cpu:2, cpu:3]");
+}

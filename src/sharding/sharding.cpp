@@ -5,6 +5,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "cujax/distributed.h"
+#include "cujax/jit.h"
 #include "cujax/runtime/buffer.h"
 #include "cujax/runtime/spmd.h"
 #include "cujax/trace/trace.h"
@@ -97,12 +99,17 @@ std::string Mesh::str() const {
 
 Mesh make_mesh(const Shape& shape, const std::vector<std::string>& axis_names) {
   const int64_t n = num_elements(shape);
-  if (n > runtime::num_cpu_devices())
+  std::vector<int> devices = distributed::global_device_ids();
+  if (n > static_cast<int64_t>(devices.size())) {
+    const int processes = distributed::process_count();
     throw Error("make_mesh: mesh " + shape_to_string(shape) + " needs " + std::to_string(n) +
-                " devices, but there are " + std::to_string(runtime::num_cpu_devices()) +
+                " devices, but there are " + std::to_string(devices.size()) +
+                (processes > 1 ? " (" + std::to_string(processes) + " processes x " +
+                                     std::to_string(distributed::local_device_count()) + ")"
+                               : "") +
                 " (set CUJAX_NUM_CPU_DEVICES or runtime::set_num_cpu_devices)");
-  std::vector<int> devices(n);
-  std::iota(devices.begin(), devices.end(), 0);
+  }
+  devices.resize(n);
   return Mesh(std::move(devices), shape, axis_names);
 }
 
@@ -249,6 +256,18 @@ Sharding GSPMDSharding(std::vector<int> devices, HloSharding hlo) {
 
 std::vector<int> Sharding::device_ids() const {
   return devices_;
+}
+
+std::vector<int64_t> Sharding::addressable_partitions() const {
+  std::vector<int64_t> out;
+  const int here = distributed::process_index();
+  for (size_t p = 0; p < devices_.size(); ++p)
+    if (distributed::process_of_device(devices_[p]) == here) out.push_back(static_cast<int64_t>(p));
+  return out;
+}
+
+bool Sharding::is_fully_addressable() const {
+  return addressable_partitions().size() == devices_.size();
 }
 
 std::string Sharding::str() const {
@@ -413,9 +432,11 @@ Array device_put(const Array& x, const Sharding& sharding) {
   }
   sharding.hlo(x.shape());  // the errors for a spec that does not fit
   impl->sharding = std::make_shared<Sharding>(sharding);
-  for (size_t p = 0; p < devices.size(); ++p)
-    impl->shards.push_back(
-        std::make_shared<runtime::Buffer>(host_slice(h, sharding.shard_index(x.shape(), p))));
+  // Other processes' shards stay empty: they hold them.
+  impl->shards.resize(devices.size());
+  for (int64_t p : sharding.addressable_partitions())
+    impl->shards[p] =
+        std::make_shared<runtime::Buffer>(host_slice(h, sharding.shard_index(x.shape(), p)));
   return Array(impl);
 }
 
@@ -436,7 +457,7 @@ std::vector<Shard> addressable_shards(const Array& x) {
     return out;
   }
   const auto devices = s.device_ids();
-  for (size_t p = 0; p < devices.size(); ++p) {
+  for (int64_t p : s.addressable_partitions()) {
     auto impl = std::make_shared<ArrayImpl>();
     impl->buffer = x.impl()->shards[p];
     impl->aval = x.aval();
@@ -445,6 +466,25 @@ std::vector<Shard> addressable_shards(const Array& x) {
     out.push_back({devices[p], s.shard_index(x.shape(), p), Array(impl)});
   }
   return out;
+}
+
+bool is_fully_addressable(const Array& x) {
+  // An unsharded array is this process's own value.
+  return !x.impl()->sharding || x.impl()->sharding->is_fully_addressable();
+}
+
+Array process_allgather(const Array& x) {
+  if (x.is_tracer()) throw ConcretizationError("process_allgather of a traced array");
+  if (!x.impl()->sharding) return x;
+  const Sharding& s = *x.impl()->sharding;
+  if (s.is_fully_addressable() || s.hlo(x.shape()).is_replicated())
+    return array(x.to_host(), x.weak_type());
+  // A jitted identity whose output is replicated: the partitioner all_gathers the tiles.
+  JitOptions options;
+  options.name = "process_allgather";
+  options.out_shardings = {
+      GSPMDSharding(s.device_ids(), HloSharding::replicated(x.ndim(), s.num_devices()))};
+  return array(jit([](const Array& a) { return a; }, options)(x).to_host(), x.weak_type());
 }
 
 }  // namespace cujax
