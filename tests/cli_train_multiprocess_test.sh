@@ -69,24 +69,35 @@ check_run() {
     fail "$what: parameters differ from the one-device run's"
 }
 
-# Two processes meeting at a coordinator on localhost (no MPI needed).
-tcp_run() {
-  local mesh="$1" run="$work/tcp-$1" pids=() rc=0 port
+# Two processes meeting at a coordinator on localhost (no MPI needed): train ARGS... into
+# $run; the exit statuses in $statuses, the processes' output in $run.log.
+tcp_train() {
+  local pids=() port i p
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null) ||
-    port=$((20000 + ($$ * 7 + ${#mesh}) % 20000))
+    port=$((20000 + ($$ * 7 + RANDOM) % 20000))
   for i in 0 1; do
-    CUJAX_NUM_CPU_DEVICES=1 timeout 180 "$cujax" "${small[@]}" --mesh "$mesh" --out "$run" \
+    CUJAX_NUM_CPU_DEVICES=1 timeout 180 "$cujax" "${small[@]}" "$@" --out "$run" \
       --coordinator 127.0.0.1:$port --num-processes 2 --process-id $i >"$run.$i.log" 2>&1 &
     pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  statuses=""
+  for p in "${pids[@]}"; do wait "$p"; statuses+="$? "; done
   cat "$run.0.log" "$run.1.log" >"$run.log"
-  if [ $rc -ne 0 ]; then fail "--mesh $mesh as 2 processes over TCP"; cat "$run.log"; return; fi
+}
+for mesh in data=2 model=2; do
+  run="$work/tcp-$mesh"
+  tcp_train --mesh "$mesh"
+  if [ "$statuses" != "0 0 " ]; then fail "--mesh $mesh as 2 processes over TCP: exit statuses $statuses"; cat "$run.log"; continue; fi
   check_run "$run" "$mesh" "--mesh $mesh over TCP"
   [ -s "$run.1.log" ] && fail "process 1 printed: $(head -3 "$run.1.log")"
-}
-tcp_run data=2
-tcp_run model=2
+done
+# Into an existing run without --overwrite: every process stops at once with the error (none
+# is left waiting for the others in a collective).
+run="$work/tcp-data=2"
+SECONDS=0
+tcp_train --mesh data=2
+[ "$statuses" = "2 2 " ] && [ "$(grep -c "already holds a training run" "$run.log")" -eq 2 ] &&
+  [ $SECONDS -lt 30 ] || { fail "existing run: statuses $statuses after $SECONDS s"; cat "$run.log"; }
 
 skip=""
 if ! command -v mpirun >/dev/null; then

@@ -216,3 +216,20 @@ TEST(MultiProcess, ThreeProcessesOneDeviceEach) {
     expect_near(process_allgather(y).to_host(), want.to_host(), 1e-6);
   });
 }
+
+// A barrier across the processes: the same name passes, different names are an error in each
+// process, naming the other.
+TEST(MultiProcess, SyncGlobalDevices) {
+  run_processes(2, 1, [](int process) {
+    sync_global_devices("start");
+    try {
+      sync_global_devices(process == 0 ? "save" : "evaluate");
+      ADD_FAILURE() << "processes at barriers of different names went on";
+    } catch (const Error& e) {
+      const std::string want = "process(es) " + std::to_string(1 - process) +
+                               " reached a barrier of another name";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+    sync_global_devices("end");
+  });
+}

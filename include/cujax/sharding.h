@@ -146,6 +146,11 @@ bool is_fully_addressable(const Array& x);
 // The global value of `x` in every process (multihost_utils.process_allgather): an all_gather
 // across the processes when `x` is not fully addressable. Every process must call it.
 Array process_allgather(const Array& x);
+// A barrier across every process (multihost_utils.sync_global_devices): returns once all have
+// called it with the same name; throws naming the processes that reached another one. A
+// collective: a process that never calls it leaves the others waiting until the collective
+// timeout (CUJAX_COLLECTIVE_TIMEOUT).
+void sync_global_devices(const std::string& name);
 // The sharding of a concrete array (SingleDeviceSharding(0) when unsharded).
 Sharding sharding_of(const Array& x);
 

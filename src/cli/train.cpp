@@ -337,10 +337,13 @@ int train_command(const std::vector<std::string>& argv) {
     mesh = make_mesh(m.shape, m.axes);
   }
 
-  if (writer && !resume && fs::exists(checkpoints_dir(out)) && !args.flag("overwrite"))
+  if (!resume && fs::exists(checkpoints_dir(out)) && !args.flag("overwrite"))
     throw UsageError(out +
                      " already holds a training run; use --resume to continue it or "
                      "--overwrite to start again");
+  // Every process has seen the folder as it was before process 0 changes it, so all stop on
+  // the same errors (one that stopped alone would leave the others waiting in a collective).
+  sync_global_devices("cujax train: checked " + out);
 
   // Data: every problem with it is the user's input.
   const data::DatasetSplits splits = as_usage_error(
@@ -375,18 +378,23 @@ int train_command(const std::vector<std::string>& argv) {
   models::EvalStep eval_step = models::make_eval_step(model);
 
   // Parameters and optimizer state are saved at the same steps, in two managers: generate,
-  // export and serve read the parameters only. The other processes only read them (resume):
-  // creating them would race with process 0's checks and writes.
+  // export and serve read the parameters only. Process 0 makes them (which also clears what
+  // an interrupted save left); the others only read them, to resume.
   checkpoint::CheckpointManagerOptions ckpt_options;
   ckpt_options.max_to_keep = 3;
   ckpt_options.enable_async_checkpointing = true;
-  if (writer && !resume && fs::exists(checkpoints_dir(out))) {
-    fs::remove_all(checkpoints_dir(out));  // --overwrite, checked before any work
-    fs::remove_all(opt_state_dir(out));
-  }
   std::optional<checkpoint::CheckpointManager> param_manager, opt_manager;
-  if (writer || resume) {
-    if (writer) fs::create_directories(out);
+  if (writer) {
+    if (!resume && fs::exists(checkpoints_dir(out))) {
+      fs::remove_all(checkpoints_dir(out));  // --overwrite, checked before any work
+      fs::remove_all(opt_state_dir(out));
+    }
+    fs::create_directories(out);
+    param_manager.emplace(checkpoints_dir(out), ckpt_options);
+    opt_manager.emplace(opt_state_dir(out), ckpt_options);
+  }
+  sync_global_devices("cujax train: created " + out);
+  if (!writer && resume) {
     param_manager.emplace(checkpoints_dir(out), ckpt_options);
     opt_manager.emplace(opt_state_dir(out), ckpt_options);
   }
@@ -431,10 +439,6 @@ int train_command(const std::vector<std::string>& argv) {
                   batch_sharding.spec().str().c_str(),
                   split ? "replicated, but the MLP and attention kernels split over 'model'"
                         : "replicated");
-  }
-  if (!writer) {
-    // Quiet: process 0 reports for the run.
-    std::fclose(stdout);
   }
 
   if (writer) {

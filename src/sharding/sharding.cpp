@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "cujax/distributed.h"
@@ -485,6 +486,28 @@ Array process_allgather(const Array& x) {
   options.out_shardings = {
       GSPMDSharding(s.device_ids(), HloSharding::replicated(x.ndim(), s.num_devices()))};
   return array(jit([](const Array& a) { return a; }, options)(x).to_host(), x.weak_type());
+}
+
+void sync_global_devices(const std::string& name) {
+  if (distributed::process_count() == 1) return;
+  // Each device contributes a hash of the name its process reached; all must agree.
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : name) hash = (hash ^ c) * 16777619u;
+  const std::vector<int> devices = distributed::global_device_ids();
+  const int64_t n = static_cast<int64_t>(devices.size());
+  const Array mine = array(std::vector<int32_t>(n, static_cast<int32_t>(hash)), {n});
+  const Array all =
+      process_allgather(device_put(mine, NamedSharding(Mesh(devices, {n}, {"x"}), P("x"))));
+  const std::vector<int32_t> seen = all.to_vector<int32_t>();
+  std::set<int> others;
+  for (int64_t d = 0; d < n; ++d)
+    if (seen[d] != static_cast<int32_t>(hash))
+      others.insert(distributed::process_of_device(devices[d]));
+  if (others.empty()) return;
+  std::string list;
+  for (int p : others) list += (list.empty() ? "" : ", ") + std::to_string(p);
+  throw Error("sync_global_devices('" + name + "'): process(es) " + list +
+              " reached a barrier of another name");
 }
 
 }  // namespace cujax
