@@ -226,8 +226,8 @@ TEST(MultiProcess, SyncGlobalDevices) {
       sync_global_devices(process == 0 ? "save" : "evaluate");
       ADD_FAILURE() << "processes at barriers of different names went on";
     } catch (const Error& e) {
-      const std::string want = "process(es) " + std::to_string(1 - process) +
-                               " reached a barrier of another name";
+      const std::string want =
+          "process(es) " + std::to_string(1 - process) + " reached a barrier of another name";
       EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
     }
     sync_global_devices("end");
