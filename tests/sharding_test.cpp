@@ -207,7 +207,8 @@ data::Batch random_batch(uint32_t seed, int64_t b, int64_t t, int64_t vocab) {
 // Three training steps; `place` shards (or not) the params and each batch.
 State train(const std::function<State(const State&)>& place_params,
             const std::function<data::Batch(const data::Batch&)>& place_batch,
-            std::vector<float>* losses, int64_t* compiles, size_t* all_reduces) {
+            std::vector<float>* losses, int64_t* compiles, size_t* all_reduces,
+            size_t* all_gathers = nullptr) {
   nnx::Rngs rngs(0);
   models::TransformerLM model(small_config(), rngs);
   // SGD, not Adam: Adam turns the rounding noise of a zero gradient (attention key biases have
@@ -219,6 +220,7 @@ State train(const std::function<State(const State&)>& place_params,
   const std::string text =
       step.lower(params, opt_state, place_batch(random_batch(10, 8, 8, 32))).compile().as_text();
   *all_reduces = count(text, "stablehlo.all_reduce");
+  if (all_gathers) *all_gathers = count(text, "stablehlo.all_gather");
   for (int i = 0; i < 3; ++i) {
     auto [p, s, metrics] = step(params, opt_state, place_batch(random_batch(10 + i, 8, 8, 32)));
     params = p;
@@ -252,7 +254,7 @@ void expect_same_params(const State& got, const State& want, double rel) {
 TEST_F(Sharding8, DataParallelTrainStepMatchesOneDevice) {
   std::vector<float> want_loss, got_loss;
   int64_t compiles = 0;
-  size_t all_reduces = 0;
+  size_t all_reduces = 0, all_gathers = 0;
   const State want = train(unchanged, unchanged_batch, &want_loss, &compiles, &all_reduces);
   const Mesh mesh = make_mesh({8}, {"data"});
   const Sharding rows = NamedSharding(mesh, P("data", std::nullopt));
@@ -261,17 +263,20 @@ TEST_F(Sharding8, DataParallelTrainStepMatchesOneDevice) {
       [&](const data::Batch& b) {
         return data::Batch{device_put(b.inputs, rows), device_put(b.targets, rows)};
       },
-      &got_loss, &compiles, &all_reduces);
+      &got_loss, &compiles, &all_reduces, &all_gathers);
   for (size_t i = 0; i < want_loss.size(); ++i) EXPECT_NEAR(got_loss[i], want_loss[i], 1e-5);
   expect_same_params(got, want, 1e-5);
   EXPECT_EQ(compiles, 1);
   EXPECT_GT(all_reduces, 10u);  // at least the gradients' sums over the batch
+  // Only the embedding's gather and scatter and the loss's gather of the targets, which have no
+  // partitioner rule, gather their operands.
+  EXPECT_EQ(all_gathers, 6u);
 }
 
 TEST_F(Sharding8, TensorParallelTrainStepMatchesOneDevice) {
   std::vector<float> want_loss, got_loss;
   int64_t compiles = 0;
-  size_t all_reduces = 0;
+  size_t all_reduces = 0, all_gathers = 0;
   const State want = train(unchanged, unchanged_batch, &want_loss, &compiles, &all_reduces);
   const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
   const Sharding rows = NamedSharding(mesh, P("data", std::nullopt));
@@ -296,10 +301,14 @@ TEST_F(Sharding8, TensorParallelTrainStepMatchesOneDevice) {
       [&](const data::Batch& b) {
         return data::Batch{device_put(b.inputs, rows), device_put(b.targets, rows)};
       },
-      &got_loss, &compiles, &all_reduces);
+      &got_loss, &compiles, &all_reduces, &all_gathers);
   for (size_t i = 0; i < want_loss.size(); ++i) EXPECT_NEAR(got_loss[i], want_loss[i], 1e-5);
   expect_same_params(got, want, 1e-5);
   EXPECT_GT(all_reduces, 10u);
+  // The heads and the MLP's hidden units stay split over 'model' from the kernels through the
+  // attention and the activations (reshapes of the heads, biases sliced, not gathered): only
+  // the data-parallel step's 6 all_gathers remain.
+  EXPECT_EQ(all_gathers, 6u);
   EXPECT_EQ(got.at("blocks.0.mlp.fc.kernel").sharding(),
             "NamedSharding(mesh=Mesh('data': 4, 'model': 2), spec=PartitionSpec(None, 'model'))");
 }
@@ -436,4 +445,63 @@ TEST_F(Sharding8, RowsAndColumnsShardedMatmul) {
   // No contracting dimension is split: no collective at all.
   const std::string compiled = f.lower(x, w).compile().as_text();
   EXPECT_EQ(count(compiled, "stablehlo.all_"), 0u) << compiled;
+}
+
+TEST_F(Sharding8, ProgramRunsOnTheMeshDevices) {
+  // A mesh over cpu:4..7: the partitioned program runs there, and its outputs say so.
+  const Mesh upper(std::vector<int>{4, 5, 6, 7}, {4}, {"data"});
+  const Mesh lower(std::vector<int>{0, 1, 2, 3}, {4}, {"data"});
+  const Array x = random_array({8, 2}, 17), y = random_array({8, 2}, 18);
+  auto f = jit([](const Array& x, const Array& y) { return x * y + 1.0f; });
+  const Array z = f(device_put(x, NamedSharding(upper, P("data"))),
+                    device_put(y, NamedSharding(upper, P("data"))));
+  expect_near(z, x * y + 1.0f, 0);
+  EXPECT_EQ(z.devices(), (std::vector<std::string>{"cpu:4", "cpu:5", "cpu:6", "cpu:7"}));
+  EXPECT_EQ(addressable_shards(z)[1].device, 5);
+  EXPECT_TRUE(is_fully_addressable(z));  // one process holds every device
+  // Arguments on different devices cannot meet in one program (JAX: incompatible devices).
+  expect_error(
+      [&] {
+        f(device_put(x, NamedSharding(lower, P("data"))),
+          device_put(y, NamedSharding(upper, P("data"))));
+      },
+      "jit: incompatible devices: argument arg1 is on [cpu:4, cpu:5, cpu:6, cpu:7] but "
+      "argument arg0 on [cpu:0, cpu:1, cpu:2, cpu:3]");
+}
+
+TEST_F(Sharding8, SplitDimsStaySplitThroughBiasesAndReshapes) {
+  // Tensor parallelism's patterns: a product split over 'data' and 'model'; a bias split over
+  // 'model' added to it (the bias is sliced along 'data', not the product gathered), the heads
+  // reshaped out of the columns and merged back. No collective at all, and the one-device
+  // values.
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array x = random_array({8, 6}, 19), w = random_array({6, 16}, 20),
+              b = random_array({16}, 21);
+  auto f = [](const Array& x, const Array& w, const Array& b) {
+    const Array h = np::tanh(b + np::matmul(x, w));  // the bias first: the coarser sharding
+    const Array heads = np::transpose(np::reshape(h, {8, 2, 8}), std::vector<int64_t>{1, 0, 2});
+    return np::reshape(np::transpose(heads * 2.0f, std::vector<int64_t>{1, 0, 2}), {8, 16});
+  };
+  const Array want = jit(f)(x, w, b);
+  auto jf = jit(f);
+  const Array xs = device_put(x, NamedSharding(mesh, P("data", std::nullopt)));
+  const Array ws = device_put(w, NamedSharding(mesh, P(std::nullopt, "model")));
+  const Array bs = device_put(b, NamedSharding(mesh, P("model")));
+  const Array got = jf(xs, ws, bs);
+  expect_near(got, want, 1e-6);
+  EXPECT_EQ(got.sharding(),
+            "NamedSharding(mesh=Mesh('data': 4, 'model': 2), spec=PartitionSpec('data', "
+            "'model'))");
+  const std::string compiled = jf.lower(xs, ws, bs).compile().as_text();
+  EXPECT_EQ(count(compiled, "stablehlo.all_"), 0u) << compiled;
+  // A value split over 'data' resharded to ('data', 'model') keeps its rows: a slice of the
+  // columns, no gather.
+  JitOptions options;
+  options.out_shardings = {NamedSharding(mesh, P("data", "model"))};
+  auto g = jit([](const Array& x) { return np::exp(x); }, options);
+  const Array y = g(device_put(random_array({8, 6}, 22), NamedSharding(mesh, P("data"))));
+  expect_near(y, np::exp(random_array({8, 6}, 22)), 1e-6);
+  EXPECT_EQ(count(g.lower(device_put(x, NamedSharding(mesh, P("data")))).compile().as_text(),
+                  "stablehlo.all_"),
+            0u);
 }

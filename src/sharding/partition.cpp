@@ -230,15 +230,30 @@ class Partitioner {
     return y;
   }
 
-  // x's value (sharded by of(x)) sharded by `to`.
+  // Whether every partition holds the same tile of dimension d under both shardings.
+  bool same_split(const HloSharding& a, const HloSharding& b, size_t d) const {
+    if (a.tiles[d] != b.tiles[d]) return false;
+    for (int64_t p = 0; p < n_; ++p)
+      if (a.coords(p)[d] != b.coords(p)[d]) return false;
+    return true;
+  }
+
+  // x's value (sharded by of(x)) sharded by `to`: dimensions split the same way in both stay
+  // as they are (a bias split over 'model' added to a product split over 'data' and 'model' is
+  // only sliced along 'data'); the others are gathered, then each partition slices its tile.
   Value* reshard(Value* x, const HloSharding& to) {
     HloSharding h = of(x);
     if (h == to) return x;
+    std::vector<bool> kept(h.tiles.size());
+    for (size_t d = 0; d < h.tiles.size(); ++d) kept[d] = h.tiles[d] > 1 && same_split(h, to, d);
     for (size_t d = 0; d < h.tiles.size(); ++d)
-      if (h.tiles[d] > 1) x = gather_dim(x, h, static_cast<int64_t>(d));
+      if (h.tiles[d] > 1 && !kept[d]) x = gather_dim(x, h, static_cast<int64_t>(d));
     sharding_[x] = h;
     if (to.is_replicated()) return x;
-    const Type lt = local(x->type, to);
+    bool sliced = false;
+    for (size_t d = 0; d < to.tiles.size(); ++d) sliced = sliced || (to.tiles[d] > 1 && !kept[d]);
+    if (!sliced) return x;  // the same tiles: only the order of replicas differed
+    const Type lt = local(global(x->type, h), to);
     // A splat constant is the same constant, smaller.
     if (Operation* c = x->defining_op; c && c->name == "stablehlo.constant" && c->attr("value")) {
       const HostTensor& v = c->attr("value")->tensor;
@@ -258,7 +273,7 @@ class Partitioner {
     // Each partition takes its tile: offsets from a per-partition table.
     std::vector<Value*> operands{x};
     for (size_t d = 0; d < to.tiles.size(); ++d) {
-      if (to.tiles[d] == 1) {
+      if (to.tiles[d] == 1 || kept[d]) {
         if (!zero_) zero_ = constant(HostTensor(DType::I32, {}));
         operands.push_back(zero_);
         continue;
@@ -315,13 +330,21 @@ class Partitioner {
     op.result()->type = local(op.result()->type, h);
   }
 
+  static int64_t tile_count(const HloSharding& h) {
+    return std::accumulate(h.tiles.begin(), h.tiles.end(), int64_t{1}, std::multiplies<>());
+  }
+
+  // The result takes the most finely split operand's sharding (the first of those), so the
+  // others are sliced to it rather than it gathered to theirs.
   bool elementwise(Operation& op) {
     const Type& rt = op.result()->type;
     const HloSharding* target = nullptr;
     for (Value* v : op.operands) {
       const Shape g = global(v->type, of(v)).shape;
       if (g != rt.shape && v->type.rank() != 0) return false;
-      if (g == rt.shape && !of(v).is_replicated() && !target) target = &of(v);
+      if (g == rt.shape && !of(v).is_replicated() &&
+          (!target || tile_count(of(v)) > tile_count(*target)))
+        target = &of(v);
     }
     const HloSharding h = target ? *target : HloSharding::replicated(rt.rank(), n_);
     for (auto& v : op.operands)
@@ -369,17 +392,17 @@ class Partitioner {
   }
 
   // A tiled dimension maps to a result dimension with the same product of the dimensions
-  // before it whose size the tiles divide: the same rows then land in the same tile.
+  // before it whose size the tiles divide: the same rows then land in the same tile. Each
+  // tile's elements are then the same set in both shapes, so several tiled dimensions (the
+  // batch and the heads of attention's [B, T, N, H] -> [B, T, N, 1, H]) map independently.
   bool reshape(Operation& op) {
     Value* x = op.operands[0];
     const HloSharding& a = of(x);
     const Shape in = global(x->type, a).shape;
     const Shape out = op.result()->type.shape;
     std::vector<int64_t> target(in.size(), -1);
-    int64_t tiled = 0;
     for (size_t i = 0; i < in.size(); ++i) {
       if (a.tiles[i] == 1) continue;
-      ++tiled;
       int64_t before = 1;
       for (size_t k = 0; k < i; ++k) before *= in[k];
       int64_t acc = 1;
@@ -393,7 +416,6 @@ class Partitioner {
       }
       if (target[i] < 0) return false;
     }
-    if (tiled > 1) return false;  // several tiled dimensions: keep it simple and correct
     std::vector<int64_t> tiles(out.size(), 1);
     std::vector<std::vector<int64_t>> coords;
     for (size_t i = 0; i < in.size(); ++i)
