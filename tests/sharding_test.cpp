@@ -505,3 +505,56 @@ TEST_F(Sharding8, SplitDimsStaySplitThroughBiasesAndReshapes) {
                   "stablehlo.all_"),
             0u);
 }
+
+TEST_F(Sharding8, MovedSplitIsOneAllToAll) {
+  // Rows split over 'x' needed as columns split over 'x': each partition sends each other one
+  // the block of its rows in their columns (XLA's all-to-all reshard), instead of all gathering
+  // the whole array and slicing it.
+  const Mesh line = make_mesh({8}, {"x"});
+  const Array x = random_array({8, 16}, 23);
+  JitOptions o;
+  o.out_shardings = {NamedSharding(line, P(std::nullopt, "x"))};
+  auto f = jit([](const Array& x) { return np::tanh(x); }, o);
+  const Array xs = device_put(x, NamedSharding(line, P("x")));
+  const Array y = f(xs);
+  expect_near(y, np::tanh(x), 0);
+  EXPECT_EQ(y.sharding(), NamedSharding(line, P(std::nullopt, "x")).str());
+  const std::string text = f.lower(xs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.all_to_all"), 1u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_gather"), 0u) << text;
+  EXPECT_EQ(count(text, "stablehlo.dynamic_slice"), 0u) << text;
+  for (const char* attr :
+       {"channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>",
+        "concat_dimension = 0 : i64", "replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]>",
+        "split_count = 8 : i64", "split_dimension = 1 : i64",
+        "(tensor<1x16xf32>) -> tensor<8x2xf32>"})
+    EXPECT_NE(text.find(attr), std::string::npos) << attr << "\n" << text;
+  // Partition ids (cross_partition), as jax.lax.all_to_all lowers under jit.
+  EXPECT_EQ(text.find("use_global_device_ids"), std::string::npos) << text;
+
+  // On a (4, 2) mesh: 'data' moves from dimension 0 to 1 while 'model' keeps splitting
+  // dimension 2, so the groups are the partitions with one 'model' coordinate; the same
+  // groups when 'model' replicates.
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array z = random_array({8, 4, 6}, 24);
+  const Sharding moved = NamedSharding(mesh, P(std::nullopt, "data", "model"));
+  auto g = jit([&](const Array& z) { return np::tanh(with_sharding_constraint(z, moved)); });
+  const Array zs = device_put(z, NamedSharding(mesh, P("data", std::nullopt, "model")));
+  const Array t = g(zs);
+  expect_near(t, np::tanh(z), 1e-6);
+  EXPECT_EQ(t.sharding(), moved.str());
+  const Array m = random_array({8, 8}, 25);
+  JitOptions om;
+  om.out_shardings = {NamedSharding(mesh, P(std::nullopt, "data"))};
+  auto h = jit([](const Array& m) { return m + 1.0f; }, om);
+  const Array ms = device_put(m, NamedSharding(mesh, P("data")));
+  expect_near(h(ms), m + 1.0f, 0);
+  for (const std::string& text :
+       {g.lower(zs).compile().as_text(), h.lower(ms).compile().as_text()}) {
+    EXPECT_EQ(count(text, "stablehlo.all_to_all"), 1u) << text;
+    EXPECT_EQ(count(text, "stablehlo.all_gather"), 0u) << text;
+    EXPECT_NE(text.find("replica_groups = dense<[[0, 2, 4, 6], [1, 3, 5, 7]]>"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("split_count = 4 : i64"), std::string::npos) << text;
+  }
+}

@@ -200,13 +200,16 @@ class Partitioner {
       for (int64_t p : g) t.data_as<int64_t>()[k++] = p;
     return Attribute::dense_elements(t);
   }
+  // As JAX lowers collectives under jit: a channel and groups of partition ids, which
+  // use_global_device_ids makes flattened ids; all_to_all has no such attribute and reads them
+  // as partition ids (cross_partition), the same ids with one replica.
   void collective_attrs(Operation& op, const std::vector<std::vector<int64_t>>& groups) {
     op.set_attr("channel_handle",
                 Attribute::struct_attr("stablehlo.channel_handle",
                                        {{"handle", Attribute::integer_attr(channel_++, {})},
                                         {"type", Attribute::integer_attr(1, {})}}));
     op.set_attr("replica_groups", groups_attr(groups));
-    op.set_attr("use_global_device_ids", Attribute::unit());
+    if (op.name != "stablehlo.all_to_all") op.set_attr("use_global_device_ids", Attribute::unit());
   }
 
   // Makes x (sharded by `from`) whole along dimension d: all_gather within its tile groups.
@@ -230,6 +233,38 @@ class Partitioner {
     return y;
   }
 
+  // Moves the split of dimension a to dimension b (whole under h), each partition keeping its
+  // coordinate: one all_to_all among the partitions that differ only in a's tile sends each
+  // the b-tile it will hold, instead of every partition gathering the whole array.
+  Value* all_to_all(Value* x, HloSharding& h, int64_t a, int64_t b) {
+    auto coords = all_coords(h);
+    std::vector<std::vector<int64_t>> key = coords, inner;
+    for (auto& c : key) {
+      inner.push_back({c[a]});
+      c[a] = 0;
+    }
+    auto groups = groups_of(key, inner);
+    const int64_t k = h.tiles[a];
+    Type t = x->type;
+    t.shape[b] /= k;
+    t.shape[a] *= k;
+    auto op = ir::make_op("stablehlo.all_to_all", {x}, {t});
+    op->set_attr("split_dimension", Attribute::integer_attr(b, DType::I64));
+    op->set_attr("concat_dimension", Attribute::integer_attr(a, DType::I64));
+    op->set_attr("split_count", Attribute::integer_attr(k, DType::I64));
+    collective_attrs(*op, *groups);
+    Value* y = emit(std::move(op))->result();
+    std::vector<int64_t> tiles = h.tiles;
+    tiles[b] = k;
+    tiles[a] = 1;
+    for (auto& c : coords) {
+      c[b] = c[a];
+      c[a] = 0;
+    }
+    h = from_coords(tiles, coords);
+    return y;
+  }
+
   // Whether every partition holds the same tile of dimension d under both shardings.
   bool same_split(const HloSharding& a, const HloSharding& b, size_t d) const {
     if (a.tiles[d] != b.tiles[d]) return false;
@@ -244,6 +279,18 @@ class Partitioner {
   Value* reshard(Value* x, const HloSharding& to) {
     HloSharding h = of(x);
     if (h == to) return x;
+    for (size_t a = 0; a < h.tiles.size(); ++a) {
+      if (h.tiles[a] == 1 || same_split(h, to, a)) continue;
+      for (size_t b = 0; b < h.tiles.size(); ++b) {
+        if (h.tiles[b] != 1 || to.tiles[b] != h.tiles[a]) continue;
+        bool moves = true;
+        for (int64_t p = 0; p < n_; ++p) moves = moves && to.coords(p)[b] == h.coords(p)[a];
+        if (moves) {
+          x = all_to_all(x, h, static_cast<int64_t>(a), static_cast<int64_t>(b));
+          break;
+        }
+      }
+    }
     std::vector<bool> kept(h.tiles.size());
     for (size_t d = 0; d < h.tiles.size(); ++d) kept[d] = h.tiles[d] > 1 && same_split(h, to, d);
     for (size_t d = 0; d < h.tiles.size(); ++d)
