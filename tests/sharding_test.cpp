@@ -558,3 +558,73 @@ TEST_F(Sharding8, MovedSplitIsOneAllToAll) {
     EXPECT_NE(text.find("split_count = 4 : i64"), std::string::npos) << text;
   }
 }
+
+TEST_F(Sharding8, SplitPartialSumsAreReduceScattered) {
+  // A product whose contracting dimension is split over 'x', wanted with its rows split over
+  // 'x': each partition receives only its rows' sums (a reduce_scatter), not all of them (an
+  // all_reduce) to keep a slice.
+  const Mesh line = make_mesh({8}, {"x"});
+  const Array a = random_array({8, 32}, 26), b = random_array({32, 16}, 27);
+  JitOptions o;
+  o.out_shardings = {NamedSharding(line, P("x"))};
+  auto f = jit([](const Array& a, const Array& b) { return np::matmul(a, b); }, o);
+  const Array as = device_put(a, NamedSharding(line, P(std::nullopt, "x")));
+  const Array bs = device_put(b, NamedSharding(line, P("x")));
+  const Array y = f(as, bs);
+  expect_near(y, np::matmul(a, b), 1e-5);  // the sum in another order
+  EXPECT_EQ(y.sharding(), NamedSharding(line, P("x")).str());
+  std::string text = f.lower(as, bs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.reduce_scatter"), 1u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_reduce"), 0u) << text;
+  EXPECT_EQ(count(text, "stablehlo.dynamic_slice"), 0u) << text;
+  for (const char* attr :
+       {"replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]>", "scatter_dimension = 0 : i64",
+        "use_global_device_ids", "(tensor<8x16xf32>) -> tensor<1x16xf32>"})
+    EXPECT_NE(text.find(attr), std::string::npos) << attr << "\n" << text;
+
+  // A reduce over the split rows, wanted split over 'x'.
+  const Array c = random_array({16, 8}, 28);
+  auto s = jit([](const Array& c) { return np::sum(c, {0}); }, o);
+  const Array cs = device_put(c, NamedSharding(line, P("x")));
+  expect_near(s(cs), np::sum(c, {0}), 1e-5);
+  text = s.lower(cs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.reduce_scatter"), 1u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_reduce"), 0u) << text;
+
+  // Megatron's row-parallel product added to a residual split over 'data' and 'model' (as
+  // sequence parallelism keeps it): the sums are scattered over each 'data' row's 'model' pair.
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array h = random_array({8, 16}, 29), w = random_array({16, 6}, 30),
+              r = random_array({8, 6}, 31);
+  auto mlp =
+      jit([](const Array& h, const Array& w, const Array& r) { return np::matmul(h, w) + r; });
+  const Array hs = device_put(h, NamedSharding(mesh, P("data", "model")));
+  const Array ws = device_put(w, NamedSharding(mesh, P("model")));
+  const Array rs = device_put(r, NamedSharding(mesh, P("data", "model")));
+  const Array out = mlp(hs, ws, rs);
+  expect_near(out, np::matmul(h, w) + r, 1e-5);
+  EXPECT_EQ(out.sharding(), NamedSharding(mesh, P("data", "model")).str());
+  text = mlp.lower(hs, ws, rs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.reduce_scatter"), 1u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_reduce"), 0u) << text;
+  EXPECT_NE(text.find("replica_groups = dense<[[0, 1], [2, 3], [4, 5], [6, 7]]>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("scatter_dimension = 1 : i64"), std::string::npos) << text;
+
+  // The sum also used whole: one all_reduce serves both, the split result is its slice.
+  JitOptions both;
+  both.out_shardings = {NamedSharding(line, P("x")), NamedSharding(line, P())};
+  auto twice = jit(
+      [](const Array& a, const Array& b) {
+        const Array y = np::matmul(a, b);
+        return std::vector<Array>{y, y};
+      },
+      both);
+  const auto ys = twice(as, bs);
+  expect_near(ys[0], np::matmul(a, b), 1e-5);
+  expect_near(ys[1], ys[0], 0);
+  text = twice.lower(as, bs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.reduce_scatter"), 0u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_reduce"), 1u) << text;
+}

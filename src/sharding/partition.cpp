@@ -126,6 +126,13 @@ class Partitioner {
     }
     std::vector<std::unique_ptr<Operation>> ops = std::move(entry.ops);
     entry.ops.clear();
+    std::function<void(const Operation&)> count = [&](const Operation& op) {
+      for (Value* v : op.operands) ++uses_[v];
+      for (const auto& r : op.regions)
+        for (const auto& b : r->blocks)
+          for (const auto& inner : b->ops) count(*inner);
+    };
+    for (const auto& op : ops) count(*op);
     for (auto& op : ops) {
       for (auto& v : op->operands)
         if (auto it = replaced_.find(v); it != replaced_.end()) v = it->second;
@@ -265,6 +272,44 @@ class Partitioner {
     return y;
   }
 
+  // A sum (or other all_reduce) of partial values that `to` wants split along a dimension
+  // over the partitions of its groups, rank r taking tile r: a reduce_scatter gives each
+  // partition only its tile. Only when the sum has no other use, which would need it whole.
+  // The groups and their order are the all_reduce's, so the bits are those of its slice.
+  Value* reduce_scatter(Value* x, HloSharding& h, const HloSharding& to) {
+    auto it = partials_.find(x);
+    if (it == partials_.end() || uses_[it->second.partial] != 1) return x;
+    const Partial p = it->second;
+    const int64_t k = static_cast<int64_t>(p.groups[0].size());
+    for (int64_t d = 0; d < x->type.rank(); ++d) {
+      if (h.tiles[d] != 1 || to.tiles[d] != k) continue;
+      bool ranks = true;
+      for (const auto& g : p.groups)
+        for (int64_t r = 0; r < k; ++r) ranks = ranks && to.coords(g[r])[d] == r;
+      if (!ranks) continue;
+      Type t = x->type;
+      t.shape[d] /= k;
+      auto rs = ir::make_op("stablehlo.reduce_scatter", {p.partial}, {t});
+      rs->set_attr("scatter_dimension", Attribute::integer_attr(d, DType::I64));
+      collective_attrs(*rs, p.groups);
+      add_reducer(*rs, p.kind, t.dtype);
+      Value* y = emit(std::move(rs))->result();
+      const Operation* ar = x->defining_op;
+      std::erase_if(out_, [&](const auto& o) { return o.get() == ar; });
+      partials_.erase(it);
+      sharding_.erase(x);
+      replaced_.erase(p.partial);
+      auto coords = all_coords(h);
+      for (int64_t q = 0; q < n_; ++q) coords[q][d] = to.coords(q)[d];
+      std::vector<int64_t> tiles = h.tiles;
+      tiles[d] = k;
+      h = from_coords(tiles, coords);
+      sharding_[y] = h;
+      return y;
+    }
+    return x;
+  }
+
   // Whether every partition holds the same tile of dimension d under both shardings.
   bool same_split(const HloSharding& a, const HloSharding& b, size_t d) const {
     if (a.tiles[d] != b.tiles[d]) return false;
@@ -279,6 +324,7 @@ class Partitioner {
   Value* reshard(Value* x, const HloSharding& to) {
     HloSharding h = of(x);
     if (h == to) return x;
+    x = reduce_scatter(x, h, to);
     for (size_t a = 0; a < h.tiles.size(); ++a) {
       if (h.tiles[a] == 1 || same_split(h, to, a)) continue;
       for (size_t b = 0; b < h.tiles.size(); ++b) {
@@ -526,18 +572,24 @@ class Partitioner {
     return true;
   }
 
-  Value* all_reduce(Value* x, const std::string& kind,
-                    const std::vector<std::vector<int64_t>>& groups, const HloSharding& h) {
-    auto ar = ir::make_op("stablehlo.all_reduce", {x}, {x->type});
-    collective_attrs(*ar, groups);
-    ir::Block& b = ar->add_region().add_block();
-    const Type scalar = Type::tensor({}, x->type.dtype);
+  static void add_reducer(Operation& op, const std::string& kind, DType dtype) {
+    ir::Block& b = op.add_region().add_block();
+    const Type scalar = Type::tensor({}, dtype);
     Value* l = b.add_argument(scalar);
     Value* r = b.add_argument(scalar);
     Value* s = b.push_back(ir::make_op(kind, {l, r}, {scalar}))->result();
     b.push_back(ir::make_op("stablehlo.return", {s}, {}));
+  }
+
+  // x's partial values combined across each group; reshard may turn it into a reduce_scatter.
+  Value* all_reduce(Value* x, const std::string& kind,
+                    const std::vector<std::vector<int64_t>>& groups, const HloSharding& h) {
+    auto ar = ir::make_op("stablehlo.all_reduce", {x}, {x->type});
+    collective_attrs(*ar, groups);
+    add_reducer(*ar, kind, x->type.dtype);
     Value* y = emit(std::move(ar))->result();
     sharding_[y] = h;
+    partials_[y] = {x, kind, groups};
     return y;
   }
 
@@ -640,6 +692,14 @@ class Partitioner {
   int64_t n_;
   std::map<Value*, HloSharding> sharding_;
   std::map<Value*, Value*> replaced_;
+  // An all_reduce's result -> its operand (the partial values), reduction and groups.
+  struct Partial {
+    Value* partial;
+    std::string kind;
+    std::vector<std::vector<int64_t>> groups;
+  };
+  std::map<Value*, Partial> partials_;
+  std::map<Value*, int64_t> uses_;  // operands in @main (regions included) naming each value
   std::vector<std::unique_ptr<Operation>> out_;
   Value* pid_ = nullptr;
   Value* zero_ = nullptr;
