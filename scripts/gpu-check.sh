@@ -1,23 +1,38 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, for a machine that has one: builds with the `default` preset (or
 # uses the build folder given, e.g. one carried over), then runs `cujax doctor`, the gpu-labelled
-# tests, the StableHLO conformance suite on the cuda backend and the benchmarks, and prints a
-# short table last. Each stage has a time limit so that the whole run stays under 8 minutes.
+# tests (NCCL's among them), `cujax bench scaling`, the benchmarks and the StableHLO conformance
+# suite on the cuda backend, and prints a short table last. Each stage has a time limit so that
+# the whole run stays under 9 minutes (about 4 on an H200, most of it the conformance suite,
+# which starts CUDA once per file).
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build, configured with --preset default)
 #        scripts/gpu-check.sh --pack [DIR]   strips cujax, cuda_test and cuda_bench from build/
-#                                            into DIR (default build-gpu-bin, ~58 MiB) to carry
-#                                            to a GPU machine without a toolkit; then run
-#                                            scripts/gpu-check.sh build-gpu-bin there.
+#                                            into DIR (default build-gpu-bin) with the shared
+#                                            libraries they need beyond libc and libstdc++
+#                                            (OpenBLAS, zstd, OpenMPI, httplib; not CUDA's) in
+#                                            DIR/lib, to
+#                                            carry to a GPU machine without those packages; then
+#                                            run scripts/gpu-check.sh DIR there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--pack" ]; then
   out="${2:-build-gpu-bin}"
-  mkdir -p "$out"
+  mkdir -p "$out/lib"
   for f in cujax tests/cuda_test cuda_bench; do strip -o "$out/$(basename "$f")" "build/$f" || exit 1; done
-  ls -l "$out"
+  ldd "$out"/cujax "$out"/cuda_test "$out"/cuda_bench | awk '/=> \//{print $3}' | sort -u |
+    grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*|libpthread|libdl|librt|libcublas|libcublasLt)\.so' |
+    while read -r lib; do cp -L "$lib" "$out/lib/"; done
+  du -sh "$out" "$out/lib"
   exit 0
 fi
 build="${1:-build}"
+# A packed folder's libraries, and NVIDIA's pip packages (NCCL, cuBLAS, cuDNN) where the
+# toolkit has none of its own.
+[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for d in $(python3 -c 'import nvidia, os; [print(os.path.join(p, s, "lib")) for p in nvidia.__path__ for s in os.listdir(p)]' 2>/dev/null); do
+  [ -d "$d" ] && LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+done
+export LD_LIBRARY_PATH
 jobs="$(nproc)"
 shared="${CUJAX_SHARED_DIR:-$(pwd)/../shared}"
 [ -d "$shared" ] || shared="$(pwd)/shared"  # a checkout with shared/ inside it
@@ -47,18 +62,19 @@ fi
 
 stage doctor 30 "$build/cujax" doctor
 if [ -f "$build/CTestTestfile.cmake" ]; then
-  stage gpu-tests 120 ctest --test-dir "$build" -L gpu --output-on-failure -j 4
+  stage gpu-tests 90 ctest --test-dir "$build" -L gpu --output-on-failure -j 4
 else  # a packed folder: the test binary alone
-  stage gpu-tests 120 "$build/cuda_test"
+  stage gpu-tests 90 "$build/cuda_test"
 fi
+stage scaling 150 "$build/cujax" bench scaling --steps 3
+stage bench 60 "$build/cuda_bench"
 conformance="$shared/conformance/stablehlo-testdata"
 if [ -d "$conformance" ]; then
-  stage conformance 150 "$build/cujax" stablehlo-test --platform cuda -j "$jobs" --timeout 60 \
+  stage conformance 300 "$build/cujax" stablehlo-test --platform cuda -j "$jobs" --timeout 60 \
     --min-pass-rate 0 "$conformance"
 else
   table+=("$(printf '%-22s %-22s' conformance "skipped: no $conformance")")
 fi
-stage bench 120 "$build/cuda_bench"
 
 echo
 echo "=== summary"
@@ -69,3 +85,4 @@ skipped="$(grep -c "(Skipped)\|^\[  SKIPPED \] .*ms)" "$log/gpu-tests.txt" 2>/de
 [ "${skipped:-0}" -gt 0 ] && echo "gpu tests skipped: $skipped (no usable device: see doctor)"
 grep -h "conformance on" "$log/conformance.txt" 2>/dev/null
 sed -n '/^benchmark/,$p' "$log/bench.txt" 2>/dev/null
+grep -h "^cuda:" "$log/scaling.txt" 2>/dev/null

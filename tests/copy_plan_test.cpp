@@ -8,6 +8,8 @@
 
 #include "backends/common/copy_plan.h"
 #include "cpu_data_movement_util.h"
+#include "cujax/lax.h"
+#include "cujax/numpy.h"
 
 namespace cujax {
 namespace {
@@ -187,6 +189,110 @@ TEST(CopyPlan, DotGeneralLayout) {
               << "batch " << bi << " row " << i << " col " << j;
         }
   }
+}
+
+// NCCL moves flat buffers made of n rank blocks; the cuda backend's all_gather, reduce_scatter
+// and all_to_all move their operands into and out of that layout with from_rank_blocks and
+// to_rank_blocks. NCCL's part is simulated here on the host and the result compared with what
+// the collective means: concatenation along a dimension, and blocks of one.
+
+// The parts' elements one after another, as NCCL's all_gather leaves them.
+HostTensor flat_concat(const std::vector<HostTensor>& parts) {
+  std::vector<int32_t> all;
+  for (const HostTensor& p : parts) {
+    const auto v = p.to_vector<int32_t>();
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return HostTensor::from_vector(all, {static_cast<int64_t>(all.size())});
+}
+
+// A plan's copy, or the same elements in a new shape where the plan says none is needed.
+HostTensor relayout(const std::optional<index::StridedCopy>& c, const HostTensor& in,
+                    const Shape& out) {
+  if (c) return run_plan(*c, in, out);
+  return HostTensor::from_vector(in.to_vector<int32_t>(), out);
+}
+
+HostTensor block_along(const HostTensor& x, int64_t dim, int64_t n, int64_t k) {
+  const int64_t c = x.shape()[dim] / n;
+  return lax::slice_in_dim(numpy::array(x), k * c, (k + 1) * c, 1, dim).to_host();
+}
+
+HostTensor concat_along(const std::vector<HostTensor>& parts, int64_t dim) {
+  std::vector<Array> xs;
+  for (const HostTensor& p : parts) xs.push_back(numpy::array(p));
+  return numpy::concatenate(xs, dim).to_host();
+}
+
+struct ShapeDim {
+  Shape shape;
+  int64_t dim;
+};
+
+TEST(CopyPlan, RankBlocksOfAllGather) {
+  const int64_t n = 3;
+  for (const ShapeDim& c : std::vector<ShapeDim>{
+           {{2, 3, 4}, 0}, {{2, 3, 4}, 1}, {{2, 3, 4}, 2}, {{1, 3, 4}, 1}, {{5}, 0}}) {
+    SCOPED_TRACE("dim " + std::to_string(c.dim));
+    std::vector<HostTensor> parts;
+    for (int64_t r = 0; r < n; ++r) parts.push_back(counting(c.shape, 1000 * (r + 1)));
+    Shape out = c.shape;
+    out[c.dim] *= n;
+    const auto layout = plan::from_rank_blocks(c.shape, c.dim, n);
+    EXPECT_EQ(layout.has_value(), c.dim > 0 && c.shape[0] > 1);
+    expect_equal(relayout(layout, flat_concat(parts), out), concat_along(parts, c.dim));
+  }
+}
+
+TEST(CopyPlan, RankBlocksOfReduceScatter) {
+  const int64_t n = 2;
+  for (const ShapeDim& c :
+       std::vector<ShapeDim>{{{4, 3, 2}, 0}, {{3, 4, 2}, 1}, {{3, 2, 6}, 2}, {{1, 6}, 1}}) {
+    SCOPED_TRACE("dim " + std::to_string(c.dim));
+    const HostTensor x = counting(c.shape);
+    const HostTensor blocks =
+        relayout(plan::to_rank_blocks(c.shape, c.dim, n), x, {num_elements(c.shape)});
+    const auto flat = blocks.to_vector<int32_t>();
+    const size_t size = flat.size() / n;
+    for (int64_t r = 0; r < n; ++r) {
+      const HostTensor want = block_along(x, c.dim, n, r);
+      const std::vector<int32_t> got(flat.begin() + r * size, flat.begin() + (r + 1) * size);
+      expect_equal(HostTensor::from_vector(got, want.shape()), want);
+    }
+  }
+}
+
+TEST(CopyPlan, RankBlocksOfAllToAll) {
+  const int64_t n = 4;
+  const Shape shape{4, 8, 4};
+  for (int64_t split = 0; split < 3; ++split)
+    for (int64_t concat = 0; concat < 3; ++concat) {
+      SCOPED_TRACE("split " + std::to_string(split) + ", concat " + std::to_string(concat));
+      std::vector<HostTensor> xs, sent;
+      for (int64_t j = 0; j < n; ++j) {
+        xs.push_back(counting(shape, 1000 * (j + 1)));
+        sent.push_back(
+            relayout(plan::to_rank_blocks(shape, split, n), xs.back(), {num_elements(shape)}));
+      }
+      Shape block = shape;
+      block[split] /= n;
+      Shape out = block;
+      out[concat] *= n;
+      const size_t size = static_cast<size_t>(num_elements(block));
+      for (int64_t r = 0; r < n; ++r) {  // rank r receives block r of every member, in order
+        std::vector<int32_t> received;
+        std::vector<HostTensor> want_parts;
+        for (int64_t j = 0; j < n; ++j) {
+          const auto v = sent[j].to_vector<int32_t>();
+          received.insert(received.end(), v.begin() + r * size, v.begin() + (r + 1) * size);
+          want_parts.push_back(block_along(xs[j], split, n, r));
+        }
+        const HostTensor got = relayout(
+            plan::from_rank_blocks(block, concat, n),
+            HostTensor::from_vector(received, {static_cast<int64_t>(received.size())}), out);
+        expect_equal(got, concat_along(want_parts, concat));
+      }
+    }
 }
 
 }  // namespace

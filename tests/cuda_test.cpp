@@ -3,6 +3,7 @@
 // then SKIPs with the reason that `cujax doctor` would give.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -14,6 +15,7 @@
 #include "cujax/core/error.h"
 #include "cujax/ir/parser.h"
 #include "cujax/runtime/backend.h"
+#include "cujax/runtime/spmd.h"
 
 namespace cujax {
 namespace {
@@ -396,6 +398,121 @@ TEST_F(CudaVsCpu, HostFallbackBetweenDeviceOps) {
             ") -> ()\n  }) {dimension = 0 : i64} : (" + ty + ") -> " + ty +
             "\n  %2 = \"stablehlo.negate\"(%1) : (" + ty + ") -> " + ty + "\n  return %2 : " + ty,
         s, DType::F32, -1, 0, /*host_ops=*/1);
+}
+
+// compile_spmd on cuda runs collectives over NCCL, one rank per GPU; the same program on as many
+// virtual cpu devices is the reference. With one GPU every group has one member: this checks
+// the NCCL calls, communicators and device ids, not the rank-block layouts (copy_plan_test
+// checks those on the CPU for several ranks).
+int spmd_devices() {
+  if (!runtime::unavailable_reason("cuda").empty()) return 1;
+  return std::min<int>(8, static_cast<int>(runtime::get_backend("cuda").devices().size()));
+}
+
+struct SpmdDevices : ::testing::Environment {
+  void SetUp() override { runtime::set_num_cpu_devices(spmd_devices()); }
+};
+const auto* spmd_env = ::testing::AddGlobalTestEnvironment(new SpmdDevices);
+
+std::string reduction(const std::string& op, const std::string& t) {
+  return "({\n  ^bb0(%x: tensor<" + t + ">, %y: tensor<" + t + ">):\n    %s = " + op +
+         " %x, %y : tensor<" + t + ">\n    stablehlo.return %s : tensor<" + t + ">\n  })";
+}
+
+TEST(CudaSpmd, EveryCollectiveMatchesCpu) {
+  const int n = spmd_devices();
+  const std::string N = std::to_string(n);
+  std::string all = "dense<[[";
+  for (int d = 0; d < n; ++d) all += (d ? ", " : "") + std::to_string(d);
+  all += "]]> : tensor<1x" + N + "xi64>";
+  std::string ring = "dense<[";
+  for (int d = 0; d < n; ++d)
+    ring += std::string(d ? ", " : "") + "[" + std::to_string(d) + ", " +
+            std::to_string((d + 1) % n) + "]";
+  ring += "]> : tensor<" + N + "x2xi64>";
+  const std::string ch = "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>";
+  const std::string groups = ch + ", replica_groups = " + all + ", use_global_device_ids";
+  const std::string g3 = "tensor<2x" + std::to_string(3 * n) + "xi32>";
+  const std::string s4 = "tensor<2x" + std::to_string(4 * n) + "xf32>";
+  const std::string t2 = "tensor<2x" + std::to_string(2 * n) + "xf32>";
+  const std::string a2 = "tensor<" + std::to_string(2 * n) + "x2xf32>";
+  const std::string text =
+      "module @collectives attributes {mhlo.num_partitions = " + N +
+      " : i32, mhlo.num_replicas = 1 : i32} {\n"
+      "func.func public @main(%f: tensor<4x6xf32>, %b: tensor<4x6xbf16>, %i: tensor<2x3xi32>, "
+      "%p: tensor<5xi1>, %q: " +
+      s4 + ", %t: " + t2 + ") -> (tensor<4x6xf32>, tensor<4x6xbf16>, " + g3 +
+      ", tensor<5xi1>, tensor<2x4xf32>, " + a2 +
+      ", tensor<4x6xf32>, tensor<2x3xi32>, tensor<ui32>) {\n"
+      "  %0 = \"stablehlo.all_reduce\"(%f) <{" +
+      groups + "}> " + reduction("stablehlo.add", "f32") +
+      " : (tensor<4x6xf32>) -> tensor<4x6xf32>\n" + "  %1 = \"stablehlo.all_reduce\"(%b) <{" +
+      groups + "}> " + reduction("stablehlo.maximum", "bf16") +
+      " : (tensor<4x6xbf16>) -> tensor<4x6xbf16>\n" +
+      "  %2 = \"stablehlo.all_gather\"(%i) <{all_gather_dim = 1 : i64, " + groups +
+      "}> : (tensor<2x3xi32>) -> " + g3 + "\n" + "  %3 = \"stablehlo.all_reduce\"(%p) <{" + groups +
+      "}> " + reduction("stablehlo.or", "i1") + " : (tensor<5xi1>) -> tensor<5xi1>\n" +
+      "  %4 = \"stablehlo.reduce_scatter\"(%q) <{" + groups + ", scatter_dimension = 1 : i64}> " +
+      reduction("stablehlo.add", "f32") + " : (" + s4 + ") -> tensor<2x4xf32>\n" +
+      "  %5 = \"stablehlo.all_to_all\"(%t) <{" + ch +
+      ", concat_dimension = 0 : i64, replica_groups = " + all + ", split_count = " + N +
+      " : i64, split_dimension = 1 : i64}> : (" + t2 + ") -> " + a2 + "\n" +
+      "  %6 = \"stablehlo.collective_permute\"(%f) <{" + ch + ", source_target_pairs = " + ring +
+      "}> : (tensor<4x6xf32>) -> tensor<4x6xf32>\n" +
+      "  %7 = \"stablehlo.collective_broadcast\"(%i) <{" + ch + ", replica_groups = " + all +
+      "}> : (tensor<2x3xi32>) -> tensor<2x3xi32>\n" +
+      "  %8 = stablehlo.partition_id : tensor<ui32>\n" +
+      "  return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<4x6xf32>, tensor<4x6xbf16>, " + g3 +
+      ", tensor<5xi1>, tensor<2x4xf32>, " + a2 +
+      ", tensor<4x6xf32>, tensor<2x3xi32>, tensor<ui32>\n"
+      "}\n}\n";
+  SCOPED_TRACE(text);
+  auto module = ir::parse_module(text);
+  std::mt19937 rng(7);
+  std::vector<std::vector<HostTensor>> args(n);
+  for (auto& a : args)
+    a = {random_tensor(DType::F32, {4, 6}, rng),     random_tensor(DType::BF16, {4, 6}, rng),
+         random_tensor(DType::I32, {2, 3}, rng),     random_tensor(DType::Bool, {5}, rng),
+         random_tensor(DType::F32, {2, 4 * n}, rng), random_tensor(DType::F32, {2, 2 * n}, rng)};
+  std::vector<int> ids(n);
+  for (int d = 0; d < n; ++d) ids[d] = d;
+  const auto cpu = runtime::compile_spmd(runtime::get_backend("cpu"), *module, ids)->execute(args);
+  const std::string why = runtime::unavailable_reason("cuda");
+  if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
+  auto exe = runtime::compile_spmd(runtime::get_backend("cuda"), *module, ids);
+  const auto cuda = exe->execute(args);
+  ASSERT_EQ(cuda.size(), cpu.size());
+  for (int d = 0; d < n; ++d) {
+    ASSERT_EQ(cuda[d].size(), cpu[d].size());
+    for (size_t r = 0; r < cpu[d].size(); ++r)
+      expect_same(cuda[d][r], cpu[d][r], n > 1 ? default_rtol(cpu[d][r].dtype()) * n : 0, 0,
+                  "device " + std::to_string(d) + " result " + std::to_string(r));
+  }
+  EXPECT_GT(exe->last_stats().collective_seconds, 0.0);
+  // A second execute reuses the communicators and gives the same results.
+  const auto again = exe->execute(args);
+  for (int d = 0; d < n; ++d)
+    for (size_t r = 0; r < cpu[d].size(); ++r)
+      expect_same(again[d][r], cuda[d][r], 0, 0, "again: result " + std::to_string(r));
+}
+
+TEST(CudaSpmd, UnsupportedReductionNamesTheOp) {
+  const std::string text =
+      "module @xor attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+      "func.func public @main(%i: tensor<3xi32>) -> tensor<3xi32> {\n"
+      "  %0 = \"stablehlo.all_reduce\"(%i) <{replica_groups = dense<[[0]]> : tensor<1x1xi64>}> " +
+      reduction("stablehlo.xor", "i32") + " : (tensor<3xi32>) -> tensor<3xi32>\n" +
+      "  return %0 : tensor<3xi32>\n}\n}\n";
+  auto module = ir::parse_module(text);
+  const std::string why = runtime::unavailable_reason("cuda");
+  if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
+  try {
+    runtime::compile_spmd(runtime::get_backend("cuda"), *module, {0});
+    FAIL() << "an xor all_reduce compiled for NCCL";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("stablehlo.all_reduce"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("xor"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CudaPlatform, AvailabilityMatchesReason) {

@@ -207,7 +207,8 @@ data::Batch random_batch(uint32_t seed, int64_t b, int64_t t, int64_t vocab) {
 // Three training steps; `place` shards (or not) the params and each batch.
 State train(const std::function<State(const State&)>& place_params,
             const std::function<data::Batch(const data::Batch&)>& place_batch,
-            std::vector<float>* losses, int64_t* compiles, size_t* all_reduces) {
+            std::vector<float>* losses, int64_t* compiles, size_t* all_reduces,
+            size_t* all_gathers = nullptr) {
   nnx::Rngs rngs(0);
   models::TransformerLM model(small_config(), rngs);
   // SGD, not Adam: Adam turns the rounding noise of a zero gradient (attention key biases have
@@ -219,6 +220,7 @@ State train(const std::function<State(const State&)>& place_params,
   const std::string text =
       step.lower(params, opt_state, place_batch(random_batch(10, 8, 8, 32))).compile().as_text();
   *all_reduces = count(text, "stablehlo.all_reduce");
+  if (all_gathers) *all_gathers = count(text, "stablehlo.all_gather");
   for (int i = 0; i < 3; ++i) {
     auto [p, s, metrics] = step(params, opt_state, place_batch(random_batch(10 + i, 8, 8, 32)));
     params = p;
@@ -252,7 +254,7 @@ void expect_same_params(const State& got, const State& want, double rel) {
 TEST_F(Sharding8, DataParallelTrainStepMatchesOneDevice) {
   std::vector<float> want_loss, got_loss;
   int64_t compiles = 0;
-  size_t all_reduces = 0;
+  size_t all_reduces = 0, all_gathers = 0;
   const State want = train(unchanged, unchanged_batch, &want_loss, &compiles, &all_reduces);
   const Mesh mesh = make_mesh({8}, {"data"});
   const Sharding rows = NamedSharding(mesh, P("data", std::nullopt));
@@ -261,17 +263,20 @@ TEST_F(Sharding8, DataParallelTrainStepMatchesOneDevice) {
       [&](const data::Batch& b) {
         return data::Batch{device_put(b.inputs, rows), device_put(b.targets, rows)};
       },
-      &got_loss, &compiles, &all_reduces);
+      &got_loss, &compiles, &all_reduces, &all_gathers);
   for (size_t i = 0; i < want_loss.size(); ++i) EXPECT_NEAR(got_loss[i], want_loss[i], 1e-5);
   expect_same_params(got, want, 1e-5);
   EXPECT_EQ(compiles, 1);
   EXPECT_GT(all_reduces, 10u);  // at least the gradients' sums over the batch
+  // Only the embedding's gather and scatter and the loss's gather of the targets, which have no
+  // partitioner rule, gather their operands.
+  EXPECT_EQ(all_gathers, 6u);
 }
 
 TEST_F(Sharding8, TensorParallelTrainStepMatchesOneDevice) {
   std::vector<float> want_loss, got_loss;
   int64_t compiles = 0;
-  size_t all_reduces = 0;
+  size_t all_reduces = 0, all_gathers = 0;
   const State want = train(unchanged, unchanged_batch, &want_loss, &compiles, &all_reduces);
   const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
   const Sharding rows = NamedSharding(mesh, P("data", std::nullopt));
@@ -296,10 +301,14 @@ TEST_F(Sharding8, TensorParallelTrainStepMatchesOneDevice) {
       [&](const data::Batch& b) {
         return data::Batch{device_put(b.inputs, rows), device_put(b.targets, rows)};
       },
-      &got_loss, &compiles, &all_reduces);
+      &got_loss, &compiles, &all_reduces, &all_gathers);
   for (size_t i = 0; i < want_loss.size(); ++i) EXPECT_NEAR(got_loss[i], want_loss[i], 1e-5);
   expect_same_params(got, want, 1e-5);
   EXPECT_GT(all_reduces, 10u);
+  // The heads and the MLP's hidden units stay split over 'model' from the kernels through the
+  // attention and the activations (reshapes of the heads, biases sliced, not gathered): only
+  // the data-parallel step's 6 all_gathers remain.
+  EXPECT_EQ(all_gathers, 6u);
   EXPECT_EQ(got.at("blocks.0.mlp.fc.kernel").sharding(),
             "NamedSharding(mesh=Mesh('data': 4, 'model': 2), spec=PartitionSpec(None, 'model'))");
 }
@@ -436,4 +445,186 @@ TEST_F(Sharding8, RowsAndColumnsShardedMatmul) {
   // No contracting dimension is split: no collective at all.
   const std::string compiled = f.lower(x, w).compile().as_text();
   EXPECT_EQ(count(compiled, "stablehlo.all_"), 0u) << compiled;
+}
+
+TEST_F(Sharding8, ProgramRunsOnTheMeshDevices) {
+  // A mesh over cpu:4..7: the partitioned program runs there, and its outputs say so.
+  const Mesh upper(std::vector<int>{4, 5, 6, 7}, {4}, {"data"});
+  const Mesh lower(std::vector<int>{0, 1, 2, 3}, {4}, {"data"});
+  const Array x = random_array({8, 2}, 17), y = random_array({8, 2}, 18);
+  auto f = jit([](const Array& x, const Array& y) { return x * y + 1.0f; });
+  const Array z = f(device_put(x, NamedSharding(upper, P("data"))),
+                    device_put(y, NamedSharding(upper, P("data"))));
+  expect_near(z, x * y + 1.0f, 0);
+  EXPECT_EQ(z.devices(), (std::vector<std::string>{"cpu:4", "cpu:5", "cpu:6", "cpu:7"}));
+  EXPECT_EQ(addressable_shards(z)[1].device, 5);
+  EXPECT_TRUE(is_fully_addressable(z));  // one process holds every device
+  // Arguments on different devices cannot meet in one program (JAX: incompatible devices).
+  expect_error(
+      [&] {
+        f(device_put(x, NamedSharding(lower, P("data"))),
+          device_put(y, NamedSharding(upper, P("data"))));
+      },
+      "jit: incompatible devices: argument arg1 is on [cpu:4, cpu:5, cpu:6, cpu:7] but "
+      "argument arg0 on [cpu:0, cpu:1, cpu:2, cpu:3]");
+}
+
+TEST_F(Sharding8, SplitDimsStaySplitThroughBiasesAndReshapes) {
+  // Tensor parallelism's patterns: a product split over 'data' and 'model'; a bias split over
+  // 'model' added to it (the bias is sliced along 'data', not the product gathered), the heads
+  // reshaped out of the columns and merged back. No collective at all, and the one-device
+  // values.
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array x = random_array({8, 6}, 19), w = random_array({6, 16}, 20),
+              b = random_array({16}, 21);
+  auto f = [](const Array& x, const Array& w, const Array& b) {
+    const Array h = np::tanh(b + np::matmul(x, w));  // the bias first: the coarser sharding
+    const Array heads = np::transpose(np::reshape(h, {8, 2, 8}), std::vector<int64_t>{1, 0, 2});
+    return np::reshape(np::transpose(heads * 2.0f, std::vector<int64_t>{1, 0, 2}), {8, 16});
+  };
+  const Array want = jit(f)(x, w, b);
+  auto jf = jit(f);
+  const Array xs = device_put(x, NamedSharding(mesh, P("data", std::nullopt)));
+  const Array ws = device_put(w, NamedSharding(mesh, P(std::nullopt, "model")));
+  const Array bs = device_put(b, NamedSharding(mesh, P("model")));
+  const Array got = jf(xs, ws, bs);
+  expect_near(got, want, 1e-6);
+  EXPECT_EQ(got.sharding(),
+            "NamedSharding(mesh=Mesh('data': 4, 'model': 2), spec=PartitionSpec('data', "
+            "'model'))");
+  const std::string compiled = jf.lower(xs, ws, bs).compile().as_text();
+  EXPECT_EQ(count(compiled, "stablehlo.all_"), 0u) << compiled;
+  // A value split over 'data' resharded to ('data', 'model') keeps its rows: a slice of the
+  // columns, no gather.
+  JitOptions options;
+  options.out_shardings = {NamedSharding(mesh, P("data", "model"))};
+  auto g = jit([](const Array& x) { return np::exp(x); }, options);
+  const Array y = g(device_put(random_array({8, 6}, 22), NamedSharding(mesh, P("data"))));
+  expect_near(y, np::exp(random_array({8, 6}, 22)), 1e-6);
+  EXPECT_EQ(count(g.lower(device_put(x, NamedSharding(mesh, P("data")))).compile().as_text(),
+                  "stablehlo.all_"),
+            0u);
+}
+
+TEST_F(Sharding8, MovedSplitIsOneAllToAll) {
+  // Rows split over 'x' needed as columns split over 'x': each partition sends each other one
+  // the block of its rows in their columns (XLA's all-to-all reshard), instead of all gathering
+  // the whole array and slicing it.
+  const Mesh line = make_mesh({8}, {"x"});
+  const Array x = random_array({8, 16}, 23);
+  JitOptions o;
+  o.out_shardings = {NamedSharding(line, P(std::nullopt, "x"))};
+  auto f = jit([](const Array& x) { return np::tanh(x); }, o);
+  const Array xs = device_put(x, NamedSharding(line, P("x")));
+  const Array y = f(xs);
+  expect_near(y, np::tanh(x), 0);
+  EXPECT_EQ(y.sharding(), NamedSharding(line, P(std::nullopt, "x")).str());
+  const std::string text = f.lower(xs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.all_to_all"), 1u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_gather"), 0u) << text;
+  EXPECT_EQ(count(text, "stablehlo.dynamic_slice"), 0u) << text;
+  for (const char* attr :
+       {"channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>",
+        "concat_dimension = 0 : i64", "replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]>",
+        "split_count = 8 : i64", "split_dimension = 1 : i64",
+        "(tensor<1x16xf32>) -> tensor<8x2xf32>"})
+    EXPECT_NE(text.find(attr), std::string::npos) << attr << "\n" << text;
+  // Partition ids (cross_partition), as jax.lax.all_to_all lowers under jit.
+  EXPECT_EQ(text.find("use_global_device_ids"), std::string::npos) << text;
+
+  // On a (4, 2) mesh: 'data' moves from dimension 0 to 1 while 'model' keeps splitting
+  // dimension 2, so the groups are the partitions with one 'model' coordinate; the same
+  // groups when 'model' replicates.
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array z = random_array({8, 4, 6}, 24);
+  const Sharding moved = NamedSharding(mesh, P(std::nullopt, "data", "model"));
+  auto g = jit([&](const Array& z) { return np::tanh(with_sharding_constraint(z, moved)); });
+  const Array zs = device_put(z, NamedSharding(mesh, P("data", std::nullopt, "model")));
+  const Array t = g(zs);
+  expect_near(t, np::tanh(z), 1e-6);
+  EXPECT_EQ(t.sharding(), moved.str());
+  const Array m = random_array({8, 8}, 25);
+  JitOptions om;
+  om.out_shardings = {NamedSharding(mesh, P(std::nullopt, "data"))};
+  auto h = jit([](const Array& m) { return m + 1.0f; }, om);
+  const Array ms = device_put(m, NamedSharding(mesh, P("data")));
+  expect_near(h(ms), m + 1.0f, 0);
+  for (const std::string& text :
+       {g.lower(zs).compile().as_text(), h.lower(ms).compile().as_text()}) {
+    EXPECT_EQ(count(text, "stablehlo.all_to_all"), 1u) << text;
+    EXPECT_EQ(count(text, "stablehlo.all_gather"), 0u) << text;
+    EXPECT_NE(text.find("replica_groups = dense<[[0, 2, 4, 6], [1, 3, 5, 7]]>"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("split_count = 4 : i64"), std::string::npos) << text;
+  }
+}
+
+TEST_F(Sharding8, SplitPartialSumsAreReduceScattered) {
+  // A product whose contracting dimension is split over 'x', wanted with its rows split over
+  // 'x': each partition receives only its rows' sums (a reduce_scatter), not all of them (an
+  // all_reduce) to keep a slice.
+  const Mesh line = make_mesh({8}, {"x"});
+  const Array a = random_array({8, 32}, 26), b = random_array({32, 16}, 27);
+  JitOptions o;
+  o.out_shardings = {NamedSharding(line, P("x"))};
+  auto f = jit([](const Array& a, const Array& b) { return np::matmul(a, b); }, o);
+  const Array as = device_put(a, NamedSharding(line, P(std::nullopt, "x")));
+  const Array bs = device_put(b, NamedSharding(line, P("x")));
+  const Array y = f(as, bs);
+  expect_near(y, np::matmul(a, b), 1e-5);  // the sum in another order
+  EXPECT_EQ(y.sharding(), NamedSharding(line, P("x")).str());
+  std::string text = f.lower(as, bs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.reduce_scatter"), 1u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_reduce"), 0u) << text;
+  EXPECT_EQ(count(text, "stablehlo.dynamic_slice"), 0u) << text;
+  for (const char* attr :
+       {"replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]>", "scatter_dimension = 0 : i64",
+        "use_global_device_ids", "(tensor<8x16xf32>) -> tensor<1x16xf32>"})
+    EXPECT_NE(text.find(attr), std::string::npos) << attr << "\n" << text;
+
+  // A reduce over the split rows, wanted split over 'x'.
+  const Array c = random_array({16, 8}, 28);
+  auto s = jit([](const Array& c) { return np::sum(c, {0}); }, o);
+  const Array cs = device_put(c, NamedSharding(line, P("x")));
+  expect_near(s(cs), np::sum(c, {0}), 1e-5);
+  text = s.lower(cs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.reduce_scatter"), 1u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_reduce"), 0u) << text;
+
+  // Megatron's row-parallel product added to a residual split over 'data' and 'model' (as
+  // sequence parallelism keeps it): the sums are scattered over each 'data' row's 'model' pair.
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  const Array h = random_array({8, 16}, 29), w = random_array({16, 6}, 30),
+              r = random_array({8, 6}, 31);
+  auto mlp =
+      jit([](const Array& h, const Array& w, const Array& r) { return np::matmul(h, w) + r; });
+  const Array hs = device_put(h, NamedSharding(mesh, P("data", "model")));
+  const Array ws = device_put(w, NamedSharding(mesh, P("model")));
+  const Array rs = device_put(r, NamedSharding(mesh, P("data", "model")));
+  const Array out = mlp(hs, ws, rs);
+  expect_near(out, np::matmul(h, w) + r, 1e-5);
+  EXPECT_EQ(out.sharding(), NamedSharding(mesh, P("data", "model")).str());
+  text = mlp.lower(hs, ws, rs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.reduce_scatter"), 1u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_reduce"), 0u) << text;
+  EXPECT_NE(text.find("replica_groups = dense<[[0, 1], [2, 3], [4, 5], [6, 7]]>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("scatter_dimension = 1 : i64"), std::string::npos) << text;
+
+  // The sum also used whole: one all_reduce serves both, the split result is its slice.
+  JitOptions both;
+  both.out_shardings = {NamedSharding(line, P("x")), NamedSharding(line, P())};
+  auto twice = jit(
+      [](const Array& a, const Array& b) {
+        const Array y = np::matmul(a, b);
+        return std::vector<Array>{y, y};
+      },
+      both);
+  const auto ys = twice(as, bs);
+  expect_near(ys[0], np::matmul(a, b), 1e-5);
+  expect_near(ys[1], ys[0], 0);
+  text = twice.lower(as, bs).compile().as_text();
+  EXPECT_EQ(count(text, "stablehlo.reduce_scatter"), 0u) << text;
+  EXPECT_EQ(count(text, "stablehlo.all_reduce"), 1u) << text;
 }

@@ -116,9 +116,11 @@ struct CompiledProgram {
   MemoryAnalysis memory;
   double trace_seconds = 0;
   double compile_seconds = 0;
-  // Sharded programs (the module had mhlo.num_partitions): the partitioned executable and
+  // Sharded programs (the module had mhlo.num_partitions): the partitioned executable, the
+  // global ids of the devices that run its partitions (this process runs those it owns) and
   // the shardings of its arguments and results.
   std::shared_ptr<runtime::SpmdExecutable> spmd;
+  std::vector<int> devices;
   std::vector<HloSharding> in_shardings;
   std::vector<HloSharding> out_shardings;
 };
@@ -163,10 +165,15 @@ class JitCore {
   std::shared_ptr<const CompiledProgram> last_;
 };
 
-// Runs passes and compiles a traced module (used by jit and by Lowered::compile).
+// Runs passes and compiles a traced module (used by jit and by Lowered::compile). A
+// partitioned module runs on `devices` (global ids in partition order; empty: 0..n-1).
 std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> module,
                                                 const std::string& platform,
-                                                const std::vector<bool>& donated);
+                                                const std::vector<bool>& donated,
+                                                std::vector<int> devices = {});
+// The devices of the shardings of a call's arguments and outputs, which must all be the same
+// list (JAX's incompatible-devices error otherwise); empty when nothing is sharded.
+std::vector<int> program_devices(const Signature& sig, const JitOptions& options);
 // Outputs keep the weak types they had in the trace (jit(f)(x) * 2 promotes as f(x) * 2 does).
 void set_output_weak_types(CompiledProgram& program, const std::vector<Array>& out_leaves);
 // Dispatches a compiled program on dynamic input leaves; results are ready later.
@@ -261,13 +268,15 @@ template <class Out>
 class Lowered {
  public:
   Lowered(std::unique_ptr<ir::Module> module, std::string text, Out out_structure,
-          std::vector<ShapeDtype> in_avals, std::vector<bool> donated, std::string platform)
+          std::vector<ShapeDtype> in_avals, std::vector<bool> donated, std::string platform,
+          std::vector<int> devices = {})
       : module_(std::move(module)),
         text_(std::move(text)),
         out_structure_(std::move(out_structure)),
         in_avals_(std::move(in_avals)),
         donated_(std::move(donated)),
-        platform_(std::move(platform)) {}
+        platform_(std::move(platform)),
+        devices_(std::move(devices)) {}
   // The module as JAX's Lowered.as_text() prints it; parse_module reads it back.
   const std::string& as_text() const { return text_; }
   const ir::Module& module() const { return *module_; }
@@ -283,6 +292,7 @@ class Lowered {
   std::vector<ShapeDtype> in_avals_;
   std::vector<bool> donated_;
   std::string platform_;
+  std::vector<int> devices_;  // of a partitioned program (the compiler's device assignment)
 };
 
 // A compiled function: calling it runs without tracing or compiling.
@@ -325,7 +335,7 @@ template <class Out>
 Compiled<Out> Lowered<Out>::compile() const {
   // Compile from the printed text: the Lowered stays usable and the program is exactly what
   // as_text() shows.
-  auto program = trace::compile_module(trace::reparse(text_), platform_, donated_);
+  auto program = trace::compile_module(trace::reparse(text_), platform_, donated_, devices_);
   trace::set_output_weak_types(*program, tree_leaves(out_structure_));
   return Compiled<Out>(std::move(program), out_structure_);
 }
@@ -383,7 +393,8 @@ class Jitted {
     std::vector<ShapeDtype> in_avals;
     for (const auto& l : sig.leaves) in_avals.push_back(l.aval);
     return Lowered<Out>(std::move(module), std::move(text), std::move(out), std::move(in_avals),
-                        core_->donated_leaves(sig), core_->options().platform);
+                        core_->donated_leaves(sig), core_->options().platform,
+                        trace::program_devices(sig, core_->options()));
   }
 
   const JitOptions& options() const { return core_->options(); }

@@ -37,7 +37,8 @@ class Mesh {
   std::vector<std::string> axis_names_;
 };
 
-// A mesh over the first prod(shape) cpu devices (runtime::num_cpu_devices()).
+// A mesh over the first prod(shape) global devices (distributed::global_device_ids(): this
+// process's cpu devices, or every process's after distributed::initialize).
 Mesh make_mesh(const Shape& shape, const std::vector<std::string>& axis_names);
 
 // One dimension of a PartitionSpec: no axes (None), one axis, or several (major first).
@@ -94,6 +95,10 @@ class Sharding {
   // The devices holding shards, in partition order.
   std::vector<int> device_ids() const;
   int64_t num_devices() const { return static_cast<int64_t>(device_ids().size()); }
+  // The partitions (positions in device_ids()) whose device this process runs.
+  std::vector<int64_t> addressable_partitions() const;
+  // Whether this process runs all of device_ids() (always, with one process).
+  bool is_fully_addressable() const;
   // "NamedSharding(mesh=Mesh('data': 8), spec=PartitionSpec('data', None))"
   std::string str() const;
   // Tile form for an array of `shape`; throws (naming the shape, dimension and axis) when a
@@ -123,7 +128,9 @@ Sharding GSPMDSharding(std::vector<int> devices, HloSharding hlo);
 // The NamedSharding on `mesh` whose tile form is `hlo` for `shape`, else GSPMDSharding.
 Sharding sharding_from_hlo(const Mesh& mesh, const Shape& shape, const HloSharding& hlo);
 
-// Places x's shards on the sharding's devices (one buffer per device).
+// Places x's shards on the sharding's devices (one buffer per device). With several processes,
+// `x` is the global value (every process passes the same, as a data loader with the same seed
+// gives) and only this process's shards are kept.
 Array device_put(const Array& x, const Sharding& sharding);
 
 struct Shard {
@@ -131,8 +138,19 @@ struct Shard {
   std::vector<std::pair<int64_t, int64_t>> index;  // [start, stop) per dimension
   Array data;
 };
-// Each device's piece of `x` (one shard for an unsharded array).
+// The pieces of `x` on this process's devices (one shard for an unsharded array).
 std::vector<Shard> addressable_shards(const Array& x);
+// Whether this process holds every shard of `x`. When it does not, to_host() works only if
+// the shards it holds cover the array (a replicated value); else it throws, naming `x`.
+bool is_fully_addressable(const Array& x);
+// The global value of `x` in every process (multihost_utils.process_allgather): an all_gather
+// across the processes when `x` is not fully addressable. Every process must call it.
+Array process_allgather(const Array& x);
+// A barrier across every process (multihost_utils.sync_global_devices): returns once all have
+// called it with the same name; throws naming the processes that reached another one. A
+// collective: a process that never calls it leaves the others waiting until the collective
+// timeout (CUJAX_COLLECTIVE_TIMEOUT).
+void sync_global_devices(const std::string& name);
 // The sharding of a concrete array (SingleDeviceSharding(0) when unsharded).
 Sharding sharding_of(const Array& x);
 

@@ -22,10 +22,12 @@ struct StepTiming {
 };
 
 // The model's training step (make_optimizer, make_train_step) on one random token batch, which
-// `place` may shard. Runs steps + 2 steps: the first two compile and warm up and are not timed.
+// `place` may shard, compiled for `platform`. Runs steps + 2 steps: the first two compile and
+// warm up and are not timed.
 StepTiming time_train_step(const models::TransformerConfig& config, int64_t batch, int64_t seq,
                            int64_t steps,
-                           const std::function<data::Batch(data::Batch)>& place = nullptr);
+                           const std::function<data::Batch(data::Batch)>& place = nullptr,
+                           const std::string& platform = "cpu");
 
 int bench_dispatch();
 int bench_train(const std::vector<std::string>& args);

@@ -9,8 +9,10 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cujax/ir/parser.h"
 #include "cujax/models/lm.h"
 #include "cujax/runtime/backend.h"
+#include "cujax/runtime/spmd.h"
 #include "cujax/sharding.h"
 
 namespace cujax::cli {
@@ -18,6 +20,54 @@ namespace cujax::cli {
 namespace {
 
 constexpr int kMaxDevices = 8;
+
+// On GPUs: the step on cuda:0, and the gradients' all_reduce (an f32 buffer of the parameter
+// count) through NCCL over every GPU, one rank each, timed on the GPUs' streams.
+void bench_cuda(const models::TransformerConfig& config, int64_t batch, int64_t seq,
+                int64_t steps) {
+  const int gpus = static_cast<int>(runtime::get_backend("cuda").devices().size());
+  StepTiming step;
+  try {
+    step = time_train_step(config, batch, seq, steps, nullptr, "cuda");
+  } catch (const Error& e) {
+    std::printf("cuda: the training step failed: %s\n", e.what());
+    return;
+  }
+  const std::string n = std::to_string(gpus), p = std::to_string(step.parameters);
+  std::string group;
+  for (int d = 0; d < gpus; ++d) group += (d ? ", " : "") + std::to_string(d);
+  const std::string type = "tensor<" + p + "xf32>";
+  const auto module = ir::parse_module(
+      "module @gradients attributes {mhlo.num_partitions = " + n +
+      " : i32, mhlo.num_replicas = 1 : i32} {\n"
+      "func.func public @main(%g: " +
+      type + ") -> " + type +
+      " {\n"
+      "  %0 = \"stablehlo.all_reduce\"(%g) <{channel_handle = #stablehlo.channel_handle<handle "
+      "= 1, type = 1>, replica_groups = dense<[[" +
+      group + "]]> : tensor<1x" + n +
+      "xi64>, use_global_device_ids}> ({\n  ^bb0(%x: tensor<f32>, %y: tensor<f32>):\n"
+      "    %s = stablehlo.add %x, %y : tensor<f32>\n    stablehlo.return %s : tensor<f32>\n"
+      "  }) : (" +
+      type + ") -> " + type + "\n  return %0 : " + type + "\n}\n}\n");
+  std::vector<int> ids(gpus);
+  for (int d = 0; d < gpus; ++d) ids[d] = d;
+  const auto exe = runtime::compile_spmd(runtime::get_backend("cuda"), *module, ids);
+  const std::vector<std::vector<HostTensor>> args(gpus,
+                                                  {HostTensor(DType::F32, Shape{step.parameters})});
+  std::vector<double> ms;
+  for (int64_t i = 0; i < steps + 2; ++i) {
+    exe->execute(args);
+    if (i >= 2) ms.push_back(exe->last_stats().collective_seconds * 1e3);
+  }
+  const double nccl_ms = median_of(ms);
+  std::printf(
+      "cuda: %d GPU(s), %s; the step on cuda:0: %.1f ms/step, %.0f tokens/s; NCCL all_reduce "
+      "of the %lld gradients over %d rank(s): %.3f ms (%.2f%% of the step)\n",
+      gpus, runtime::get_backend("cuda").devices()[0].kind.c_str(), step.ms,
+      static_cast<double>(batch * seq) / step.ms * 1e3, static_cast<long long>(step.parameters),
+      gpus, nccl_ms, 100 * nccl_ms / step.ms);
+}
 
 }  // namespace
 
@@ -73,7 +123,7 @@ int bench_scaling(const std::vector<std::string>& argv) {
       cores);
   const auto platforms = runtime::available_platforms();
   if (std::find(platforms.begin(), platforms.end(), "cuda") != platforms.end())
-    std::printf("cuda: multi-GPU data parallelism (NCCL) is not implemented; not measured\n");
+    bench_cuda(config, batch, seq, steps);
   return 0;
 }
 

@@ -14,7 +14,8 @@ double median_of(std::vector<double> v) {
 }
 
 StepTiming time_train_step(const models::TransformerConfig& config, int64_t batch, int64_t seq,
-                           int64_t steps, const std::function<data::Batch(data::Batch)>& place) {
+                           int64_t steps, const std::function<data::Batch(data::Batch)>& place,
+                           const std::string& platform) {
   using clock = std::chrono::steady_clock;
   nnx::Rngs rngs(0);
   models::TransformerLM model(config, rngs);
@@ -23,7 +24,7 @@ StepTiming time_train_step(const models::TransformerConfig& config, int64_t batc
   const auto tx = models::make_optimizer(o);
   State params = nnx::state(model, nnx::VariableKind::Param);
   State opt_state = tx.init(params);
-  auto step = models::make_train_step(model, tx);
+  auto step = models::make_train_step(model, tx, platform);
   const Array window = random::randint(random::PRNGKey(0), {batch, seq + 1}, 0, config.vocab_size);
   data::Batch b{lax::slice_in_dim(window, 0, seq, 1, 1),
                 lax::slice_in_dim(window, 1, seq + 1, 1, 1)};

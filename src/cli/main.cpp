@@ -34,7 +34,9 @@ commands:
   train [options]              train a transformer language model (docs/training.md)
       --config tiny|small|gpt2 --data FILE|DIR --steps N --batch B --seq T --lr LR
       --seed S --log-every N --eval-every N --checkpoint-every N --out DIR
-      --mesh data=N[,model=M]  data (and tensor) parallel over N*M virtual cpu devices
+      --mesh data=N[,model=M]  data (and tensor) parallel over N*M virtual cpu devices,
+                               split over the processes under mpirun, or given
+      --coordinator HOST:PORT --num-processes N --process-id I   (TCP, docs/sharding.md)
   generate --model DIR         sample text from a trained model, with the KV cache
       --prompt TEXT --max-tokens N --temperature T --top-k K --seed S
   export --model DIR --out FILE

@@ -19,6 +19,7 @@
 #include "cli/model_dir.h"
 #include "cujax/checkpoint.h"
 #include "cujax/data.h"
+#include "cujax/distributed.h"
 #include "cujax/metrics_log.h"
 #include "cujax/models/lm.h"
 #include "cujax/numpy.h"
@@ -42,9 +43,11 @@ double seconds_since(clock::time_point t) {
 // One line, redrawn in place on a terminal; a new line per update otherwise (logs, CI).
 class Progress {
  public:
-  explicit Progress(int64_t total) : total_(total), tty_(isatty(fileno(stderr))) {}
+  Progress(int64_t total, bool shown)
+      : total_(total), shown_(shown), tty_(isatty(fileno(stderr))) {}
   void update(int64_t step, double steps_per_s, double tokens_per_s, double loss,
               std::optional<double> val_loss) {
+    if (!shown_) return;
     constexpr int width = 24;
     const int filled = static_cast<int>(width * step / total_);
     std::string bar(filled, '=');
@@ -57,11 +60,12 @@ class Progress {
     std::fflush(stderr);
   }
   void finish() {
-    if (tty_) std::fputc('\n', stderr);
+    if (shown_ && tty_) std::fputc('\n', stderr);
   }
 
  private:
   int64_t total_;
+  bool shown_;  // process 0 of a multi-process run reports for all
   bool tty_;
 };
 
@@ -205,16 +209,58 @@ State place_state(const State& state, const Mesh& mesh) {
   return out;
 }
 
-// The virtual CPU devices the mesh needs: set here unless the environment already chose.
+// The virtual CPU devices the mesh needs, split evenly over the processes: set here unless
+// the environment already chose.
 void provide_devices(const std::string& text, int64_t needed) {
+  const int processes = distributed::process_count();
+  if (needed % processes != 0)
+    throw UsageError("--mesh " + text + " needs " + std::to_string(needed) +
+                     " devices, which do not split evenly over " + std::to_string(processes) +
+                     " processes");
+  const int64_t local = needed / processes;
+  const std::string each = processes > 1 ? " per process" : "";
   if (const std::optional<int> env = runtime::cpu_devices_from_environment()) {
-    if (*env != needed)
-      throw UsageError("--mesh " + text + " needs " + std::to_string(needed) +
-                       " cpu devices, but CUJAX_NUM_CPU_DEVICES or XLA_FLAGS gives " +
+    if (*env != local)
+      throw UsageError("--mesh " + text + " needs " + std::to_string(local) + " cpu devices" +
+                       each + ", but CUJAX_NUM_CPU_DEVICES or XLA_FLAGS gives " +
                        std::to_string(*env));
     return;
   }
-  as_usage_error([&] { runtime::set_num_cpu_devices(static_cast<int>(needed)); });
+  as_usage_error([&] { runtime::set_num_cpu_devices(static_cast<int>(local)); });
+}
+
+// Joins the processes of a multi-process run: under mpirun from its environment, else from
+// --coordinator, --num-processes and --process-id (TCP). One process without either is a
+// process group of one. Leaves the group on every way out of the command.
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(const Args& args) {
+    distributed::InitializeOptions options;
+    if (args.has("coordinator")) {
+      if (!args.has("num-processes") || !args.has("process-id"))
+        throw UsageError("--coordinator needs --num-processes and --process-id");
+      options.coordinator_address = args.string("coordinator", "");
+      options.num_processes = static_cast<int>(args.integer("num-processes", 1, 1));
+      options.process_id = static_cast<int>(args.integer("process-id", 0, 0));
+      if (options.process_id >= options.num_processes)
+        throw UsageError("--process-id " + std::to_string(options.process_id) +
+                         " is not below --num-processes " + std::to_string(options.num_processes));
+    } else if (args.has("num-processes") || args.has("process-id")) {
+      throw UsageError("--num-processes and --process-id need --coordinator host:port");
+    }
+    distributed::initialize(options);
+  }
+  ~ProcessGroup() { distributed::shutdown(); }
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+};
+
+// The global value of every leaf, gathered across the processes for those split over them
+// (the model axis). Every process calls it; process 0 saves what it returns.
+State global_values(const State& state) {
+  State out;
+  for (const auto& [path, v] : state) out.set(path, process_allgather(v));
+  return out;
 }
 
 }  // namespace
@@ -223,8 +269,8 @@ int train_command(const std::vector<std::string>& argv) {
   const std::vector<std::string> run_options = {"config", "data", "steps",  "batch",
                                                 "seq",    "lr",   "warmup", "seed"};
   std::vector<std::string> options = run_options;
-  options.insert(options.end(),
-                 {"log-every", "eval-every", "eval-batches", "checkpoint-every", "out", "mesh"});
+  options.insert(options.end(), {"log-every", "eval-every", "eval-batches", "checkpoint-every",
+                                 "out", "mesh", "coordinator", "num-processes", "process-id"});
   const Args args(argv, options, {"resume", "overwrite"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
@@ -265,6 +311,14 @@ int train_command(const std::vector<std::string>& argv) {
     throw UsageError("--seq " + std::to_string(seq_len) + " exceeds the '" + config.name +
                      "' config's max_len " + std::to_string(config.max_len));
 
+  // Several processes train one model on a global mesh; process 0 alone prints and writes the
+  // run's files, the others hold their devices' shards.
+  const ProcessGroup processes(args);
+  const bool writer = distributed::process_index() == 0;
+  if (distributed::process_count() > 1 && !args.has("mesh"))
+    throw UsageError("cujax train runs as " + std::to_string(distributed::process_count()) +
+                     " processes: give --mesh data=N to split the batches over them");
+
   // The mesh changes where the step runs, not what it computes: --resume may change it.
   std::optional<Mesh> mesh;
   if (args.has("mesh")) {
@@ -287,6 +341,9 @@ int train_command(const std::vector<std::string>& argv) {
     throw UsageError(out +
                      " already holds a training run; use --resume to continue it or "
                      "--overwrite to start again");
+  // Every process has seen the folder as it was before process 0 changes it, so all stop on
+  // the same errors (one that stopped alone would leave the others waiting in a collective).
+  sync_global_devices("cujax train: checked " + out);
 
   // Data: every problem with it is the user's input.
   const data::DatasetSplits splits = as_usage_error(
@@ -321,32 +378,42 @@ int train_command(const std::vector<std::string>& argv) {
   models::EvalStep eval_step = models::make_eval_step(model);
 
   // Parameters and optimizer state are saved at the same steps, in two managers: generate,
-  // export and serve read the parameters only.
+  // export and serve read the parameters only. Process 0 makes them (which also clears what
+  // an interrupted save left); the others only read them, to resume.
   checkpoint::CheckpointManagerOptions ckpt_options;
   ckpt_options.max_to_keep = 3;
   ckpt_options.enable_async_checkpointing = true;
-  if (!resume && fs::exists(checkpoints_dir(out))) {
-    fs::remove_all(checkpoints_dir(out));  // --overwrite, checked before any work
-    fs::remove_all(opt_state_dir(out));
+  std::optional<checkpoint::CheckpointManager> param_manager, opt_manager;
+  if (writer) {
+    if (!resume && fs::exists(checkpoints_dir(out))) {
+      fs::remove_all(checkpoints_dir(out));  // --overwrite, checked before any work
+      fs::remove_all(opt_state_dir(out));
+    }
+    fs::create_directories(out);
+    param_manager.emplace(checkpoints_dir(out), ckpt_options);
+    opt_manager.emplace(opt_state_dir(out), ckpt_options);
   }
-  fs::create_directories(out);
-  checkpoint::CheckpointManager param_manager(checkpoints_dir(out), ckpt_options);
-  checkpoint::CheckpointManager opt_manager(opt_state_dir(out), ckpt_options);
+  sync_global_devices("cujax train: created " + out);
+  if (!writer && resume) {
+    param_manager.emplace(checkpoints_dir(out), ckpt_options);
+    opt_manager.emplace(opt_state_dir(out), ckpt_options);
+  }
   int64_t start_step = 0;
   std::vector<std::vector<double>> rows;  // one per log line
   if (resume) {
     // The latest step with both halves complete.
-    const auto with_opt = opt_manager.all_steps();
-    for (int64_t s : param_manager.all_steps())
+    const auto with_opt = opt_manager->all_steps();
+    for (int64_t s : param_manager->all_steps())
       if (std::find(with_opt.begin(), with_opt.end(), s) != with_opt.end()) start_step = s;
     if (start_step == 0) throw UsageError("--resume: no complete checkpoint in " + out);
-    params = param_manager.restore(start_step, params);
-    opt_state = opt_manager.restore(start_step, opt_state);
+    params = param_manager->restore(start_step, params);
+    opt_state = opt_manager->restore(start_step, opt_state);
     rows = read_metrics(fs::path(out) / "metrics.csv", start_step);
-    std::printf("cujax train: resuming %s at step %lld of %lld\n", out.c_str(),
-                static_cast<long long>(start_step), static_cast<long long>(steps));
+    if (writer)
+      std::printf("cujax train: resuming %s at step %lld of %lld\n", out.c_str(),
+                  static_cast<long long>(start_step), static_cast<long long>(steps));
   }
-  write_model_config(out, config, run.to_json());
+  if (writer) write_model_config(out, config, run.to_json());
   const auto& axes = mesh ? mesh->axis_names() : std::vector<std::string>{};
   const bool data_axis = std::find(axes.begin(), axes.end(), "data") != axes.end();
   const Sharding batch_sharding =
@@ -361,28 +428,37 @@ int train_command(const std::vector<std::string>& argv) {
     params = place_state(params, *mesh);
     opt_state = place_state(opt_state, *mesh);
     const bool split = std::find(axes.begin(), axes.end(), "model") != axes.end();
-    std::printf(
-        "mesh: %s on cpu:0..%lld; batches %s; parameters and optimizer state %s\n",
-        mesh->str().c_str(), static_cast<long long>(mesh->size() - 1),
-        batch_sharding.spec().str().c_str(),
-        split ? "replicated, but the MLP and attention kernels split over 'model'" : "replicated");
+    const int count = distributed::process_count();
+    const std::string across = count > 1 ? " across " + std::to_string(count) + " processes of " +
+                                               std::to_string(distributed::local_device_count()) +
+                                               " device(s)"
+                                         : "";
+    if (writer)
+      std::printf("mesh: %s on cpu:0..%lld%s; batches %s; parameters and optimizer state %s\n",
+                  mesh->str().c_str(), static_cast<long long>(mesh->size() - 1), across.c_str(),
+                  batch_sharding.spec().str().c_str(),
+                  split ? "replicated, but the MLP and attention kernels split over 'model'"
+                        : "replicated");
   }
 
-  std::printf(
-      "cujax train: config %s (%lld parameters), %s: %lld train / %lld validation "
-      "sequences of %lld tokens\n",
-      config.name.c_str(), static_cast<long long>(nnx::count(model)), data_path.c_str(),
-      static_cast<long long>(splits.train.num_examples()),
-      static_cast<long long>(splits.validation.num_examples()), static_cast<long long>(seq_len));
-  std::printf("unigram baseline on the validation set: %.3f nats/token\n", unigram);
-  std::fflush(stdout);
+  if (writer) {
+    std::printf(
+        "cujax train: config %s (%lld parameters), %s: %lld train / %lld validation "
+        "sequences of %lld tokens\n",
+        config.name.c_str(), static_cast<long long>(nnx::count(model)), data_path.c_str(),
+        static_cast<long long>(splits.train.num_examples()),
+        static_cast<long long>(splits.validation.num_examples()), static_cast<long long>(seq_len));
+    std::printf("unigram baseline on the validation set: %.3f nats/token\n", unigram);
+    std::fflush(stdout);
+  }
 
   if (start_step >= steps) {
-    std::printf("%s is complete: step %lld of %lld\n", out.c_str(),
-                static_cast<long long>(start_step), static_cast<long long>(steps));
+    if (writer)
+      std::printf("%s is complete: step %lld of %lld\n", out.c_str(),
+                  static_cast<long long>(start_step), static_cast<long long>(steps));
     return 0;
   }
-  Progress progress(steps);
+  Progress progress(steps, writer);
   data::Prefetcher batches(train_loader.stream(start_step), 4);
   const auto start = clock::now();
   auto window_start = start;
@@ -394,8 +470,10 @@ int train_command(const std::vector<std::string>& argv) {
   auto save = [&](int64_t step) {
     std::map<std::string, double> metrics;
     if (last_val) metrics["val_loss"] = *last_val;
-    param_manager.save(step, params, metrics);
-    opt_manager.save(step, opt_state, metrics);
+    const State all_params = global_values(params), all_opt_state = global_values(opt_state);
+    if (!writer) return;
+    param_manager->save(step, all_params, metrics);
+    opt_manager->save(step, all_opt_state, metrics);
   };
   for (int64_t step = start_step; step < steps; ++step) {
     std::optional<data::Batch> batch = batches.next();
@@ -440,8 +518,9 @@ int train_command(const std::vector<std::string>& argv) {
   }
   progress.finish();
   save(steps);
-  param_manager.wait_until_finished();
-  opt_manager.wait_until_finished();
+  if (!writer) return 0;
+  param_manager->wait_until_finished();
+  opt_manager->wait_until_finished();
   const double total_seconds = seconds_since(start);
 
   metrics_log::write_csv(

@@ -60,9 +60,11 @@ std::tuple<State, State, State> TrainStepFn::operator()(const State& params, con
   return {optax::apply_updates(params, updates), std::move(new_opt_state), std::move(metrics)};
 }
 
-TrainStep make_train_step(TransformerLM& model, optax::GradientTransformation tx) {
+TrainStep make_train_step(TransformerLM& model, optax::GradientTransformation tx,
+                          std::string platform) {
   JitOptions options;
   options.name = "train_step";
+  options.platform = std::move(platform);
   options.donate_argnums = {0, 1};
   options.arg_names = {"params", "opt_state", "batch"};
   return jit(TrainStepFn{&model, std::move(tx)}, options);

@@ -126,6 +126,13 @@ class Partitioner {
     }
     std::vector<std::unique_ptr<Operation>> ops = std::move(entry.ops);
     entry.ops.clear();
+    std::function<void(const Operation&)> count = [&](const Operation& op) {
+      for (Value* v : op.operands) ++uses_[v];
+      for (const auto& r : op.regions)
+        for (const auto& b : r->blocks)
+          for (const auto& inner : b->ops) count(*inner);
+    };
+    for (const auto& op : ops) count(*op);
     for (auto& op : ops) {
       for (auto& v : op->operands)
         if (auto it = replaced_.find(v); it != replaced_.end()) v = it->second;
@@ -200,13 +207,16 @@ class Partitioner {
       for (int64_t p : g) t.data_as<int64_t>()[k++] = p;
     return Attribute::dense_elements(t);
   }
+  // As JAX lowers collectives under jit: a channel and groups of partition ids, which
+  // use_global_device_ids makes flattened ids; all_to_all has no such attribute and reads them
+  // as partition ids (cross_partition), the same ids with one replica.
   void collective_attrs(Operation& op, const std::vector<std::vector<int64_t>>& groups) {
     op.set_attr("channel_handle",
                 Attribute::struct_attr("stablehlo.channel_handle",
                                        {{"handle", Attribute::integer_attr(channel_++, {})},
                                         {"type", Attribute::integer_attr(1, {})}}));
     op.set_attr("replica_groups", groups_attr(groups));
-    op.set_attr("use_global_device_ids", Attribute::unit());
+    if (op.name != "stablehlo.all_to_all") op.set_attr("use_global_device_ids", Attribute::unit());
   }
 
   // Makes x (sharded by `from`) whole along dimension d: all_gather within its tile groups.
@@ -230,15 +240,113 @@ class Partitioner {
     return y;
   }
 
-  // x's value (sharded by of(x)) sharded by `to`.
+  // Moves the split of dimension a to dimension b (whole under h), each partition keeping its
+  // coordinate: one all_to_all among the partitions that differ only in a's tile sends each
+  // the b-tile it will hold, instead of every partition gathering the whole array.
+  Value* all_to_all(Value* x, HloSharding& h, int64_t a, int64_t b) {
+    auto coords = all_coords(h);
+    std::vector<std::vector<int64_t>> key = coords, inner;
+    for (auto& c : key) {
+      inner.push_back({c[a]});
+      c[a] = 0;
+    }
+    auto groups = groups_of(key, inner);
+    const int64_t k = h.tiles[a];
+    Type t = x->type;
+    t.shape[b] /= k;
+    t.shape[a] *= k;
+    auto op = ir::make_op("stablehlo.all_to_all", {x}, {t});
+    op->set_attr("split_dimension", Attribute::integer_attr(b, DType::I64));
+    op->set_attr("concat_dimension", Attribute::integer_attr(a, DType::I64));
+    op->set_attr("split_count", Attribute::integer_attr(k, DType::I64));
+    collective_attrs(*op, *groups);
+    Value* y = emit(std::move(op))->result();
+    std::vector<int64_t> tiles = h.tiles;
+    tiles[b] = k;
+    tiles[a] = 1;
+    for (auto& c : coords) {
+      c[b] = c[a];
+      c[a] = 0;
+    }
+    h = from_coords(tiles, coords);
+    return y;
+  }
+
+  // A sum (or other all_reduce) of partial values that `to` wants split along a dimension
+  // over the partitions of its groups, rank r taking tile r: a reduce_scatter gives each
+  // partition only its tile. Only when the sum has no other use, which would need it whole.
+  // The groups and their order are the all_reduce's, so the bits are those of its slice.
+  Value* reduce_scatter(Value* x, HloSharding& h, const HloSharding& to) {
+    auto it = partials_.find(x);
+    if (it == partials_.end() || uses_[it->second.partial] != 1) return x;
+    const Partial p = it->second;
+    const int64_t k = static_cast<int64_t>(p.groups[0].size());
+    for (int64_t d = 0; d < x->type.rank(); ++d) {
+      if (h.tiles[d] != 1 || to.tiles[d] != k) continue;
+      bool ranks = true;
+      for (const auto& g : p.groups)
+        for (int64_t r = 0; r < k; ++r) ranks = ranks && to.coords(g[r])[d] == r;
+      if (!ranks) continue;
+      Type t = x->type;
+      t.shape[d] /= k;
+      auto rs = ir::make_op("stablehlo.reduce_scatter", {p.partial}, {t});
+      rs->set_attr("scatter_dimension", Attribute::integer_attr(d, DType::I64));
+      collective_attrs(*rs, p.groups);
+      add_reducer(*rs, p.kind, t.dtype);
+      Value* y = emit(std::move(rs))->result();
+      const Operation* ar = x->defining_op;
+      std::erase_if(out_, [&](const auto& o) { return o.get() == ar; });
+      partials_.erase(it);
+      sharding_.erase(x);
+      replaced_.erase(p.partial);
+      auto coords = all_coords(h);
+      for (int64_t q = 0; q < n_; ++q) coords[q][d] = to.coords(q)[d];
+      std::vector<int64_t> tiles = h.tiles;
+      tiles[d] = k;
+      h = from_coords(tiles, coords);
+      sharding_[y] = h;
+      return y;
+    }
+    return x;
+  }
+
+  // Whether every partition holds the same tile of dimension d under both shardings.
+  bool same_split(const HloSharding& a, const HloSharding& b, size_t d) const {
+    if (a.tiles[d] != b.tiles[d]) return false;
+    for (int64_t p = 0; p < n_; ++p)
+      if (a.coords(p)[d] != b.coords(p)[d]) return false;
+    return true;
+  }
+
+  // x's value (sharded by of(x)) sharded by `to`: dimensions split the same way in both stay
+  // as they are (a bias split over 'model' added to a product split over 'data' and 'model' is
+  // only sliced along 'data'); the others are gathered, then each partition slices its tile.
   Value* reshard(Value* x, const HloSharding& to) {
     HloSharding h = of(x);
     if (h == to) return x;
+    x = reduce_scatter(x, h, to);
+    for (size_t a = 0; a < h.tiles.size(); ++a) {
+      if (h.tiles[a] == 1 || same_split(h, to, a)) continue;
+      for (size_t b = 0; b < h.tiles.size(); ++b) {
+        if (h.tiles[b] != 1 || to.tiles[b] != h.tiles[a]) continue;
+        bool moves = true;
+        for (int64_t p = 0; p < n_; ++p) moves = moves && to.coords(p)[b] == h.coords(p)[a];
+        if (moves) {
+          x = all_to_all(x, h, static_cast<int64_t>(a), static_cast<int64_t>(b));
+          break;
+        }
+      }
+    }
+    std::vector<bool> kept(h.tiles.size());
+    for (size_t d = 0; d < h.tiles.size(); ++d) kept[d] = h.tiles[d] > 1 && same_split(h, to, d);
     for (size_t d = 0; d < h.tiles.size(); ++d)
-      if (h.tiles[d] > 1) x = gather_dim(x, h, static_cast<int64_t>(d));
+      if (h.tiles[d] > 1 && !kept[d]) x = gather_dim(x, h, static_cast<int64_t>(d));
     sharding_[x] = h;
     if (to.is_replicated()) return x;
-    const Type lt = local(x->type, to);
+    bool sliced = false;
+    for (size_t d = 0; d < to.tiles.size(); ++d) sliced = sliced || (to.tiles[d] > 1 && !kept[d]);
+    if (!sliced) return x;  // the same tiles: only the order of replicas differed
+    const Type lt = local(global(x->type, h), to);
     // A splat constant is the same constant, smaller.
     if (Operation* c = x->defining_op; c && c->name == "stablehlo.constant" && c->attr("value")) {
       const HostTensor& v = c->attr("value")->tensor;
@@ -258,7 +366,7 @@ class Partitioner {
     // Each partition takes its tile: offsets from a per-partition table.
     std::vector<Value*> operands{x};
     for (size_t d = 0; d < to.tiles.size(); ++d) {
-      if (to.tiles[d] == 1) {
+      if (to.tiles[d] == 1 || kept[d]) {
         if (!zero_) zero_ = constant(HostTensor(DType::I32, {}));
         operands.push_back(zero_);
         continue;
@@ -315,13 +423,21 @@ class Partitioner {
     op.result()->type = local(op.result()->type, h);
   }
 
+  static int64_t tile_count(const HloSharding& h) {
+    return std::accumulate(h.tiles.begin(), h.tiles.end(), int64_t{1}, std::multiplies<>());
+  }
+
+  // The result takes the most finely split operand's sharding (the first of those), so the
+  // others are sliced to it rather than it gathered to theirs.
   bool elementwise(Operation& op) {
     const Type& rt = op.result()->type;
     const HloSharding* target = nullptr;
     for (Value* v : op.operands) {
       const Shape g = global(v->type, of(v)).shape;
       if (g != rt.shape && v->type.rank() != 0) return false;
-      if (g == rt.shape && !of(v).is_replicated() && !target) target = &of(v);
+      if (g == rt.shape && !of(v).is_replicated() &&
+          (!target || tile_count(of(v)) > tile_count(*target)))
+        target = &of(v);
     }
     const HloSharding h = target ? *target : HloSharding::replicated(rt.rank(), n_);
     for (auto& v : op.operands)
@@ -369,17 +485,17 @@ class Partitioner {
   }
 
   // A tiled dimension maps to a result dimension with the same product of the dimensions
-  // before it whose size the tiles divide: the same rows then land in the same tile.
+  // before it whose size the tiles divide: the same rows then land in the same tile. Each
+  // tile's elements are then the same set in both shapes, so several tiled dimensions (the
+  // batch and the heads of attention's [B, T, N, H] -> [B, T, N, 1, H]) map independently.
   bool reshape(Operation& op) {
     Value* x = op.operands[0];
     const HloSharding& a = of(x);
     const Shape in = global(x->type, a).shape;
     const Shape out = op.result()->type.shape;
     std::vector<int64_t> target(in.size(), -1);
-    int64_t tiled = 0;
     for (size_t i = 0; i < in.size(); ++i) {
       if (a.tiles[i] == 1) continue;
-      ++tiled;
       int64_t before = 1;
       for (size_t k = 0; k < i; ++k) before *= in[k];
       int64_t acc = 1;
@@ -393,7 +509,6 @@ class Partitioner {
       }
       if (target[i] < 0) return false;
     }
-    if (tiled > 1) return false;  // several tiled dimensions: keep it simple and correct
     std::vector<int64_t> tiles(out.size(), 1);
     std::vector<std::vector<int64_t>> coords;
     for (size_t i = 0; i < in.size(); ++i)
@@ -457,18 +572,24 @@ class Partitioner {
     return true;
   }
 
-  Value* all_reduce(Value* x, const std::string& kind,
-                    const std::vector<std::vector<int64_t>>& groups, const HloSharding& h) {
-    auto ar = ir::make_op("stablehlo.all_reduce", {x}, {x->type});
-    collective_attrs(*ar, groups);
-    ir::Block& b = ar->add_region().add_block();
-    const Type scalar = Type::tensor({}, x->type.dtype);
+  static void add_reducer(Operation& op, const std::string& kind, DType dtype) {
+    ir::Block& b = op.add_region().add_block();
+    const Type scalar = Type::tensor({}, dtype);
     Value* l = b.add_argument(scalar);
     Value* r = b.add_argument(scalar);
     Value* s = b.push_back(ir::make_op(kind, {l, r}, {scalar}))->result();
     b.push_back(ir::make_op("stablehlo.return", {s}, {}));
+  }
+
+  // x's partial values combined across each group; reshard may turn it into a reduce_scatter.
+  Value* all_reduce(Value* x, const std::string& kind,
+                    const std::vector<std::vector<int64_t>>& groups, const HloSharding& h) {
+    auto ar = ir::make_op("stablehlo.all_reduce", {x}, {x->type});
+    collective_attrs(*ar, groups);
+    add_reducer(*ar, kind, x->type.dtype);
     Value* y = emit(std::move(ar))->result();
     sharding_[y] = h;
+    partials_[y] = {x, kind, groups};
     return y;
   }
 
@@ -571,6 +692,14 @@ class Partitioner {
   int64_t n_;
   std::map<Value*, HloSharding> sharding_;
   std::map<Value*, Value*> replaced_;
+  // An all_reduce's result -> its operand (the partial values), reduction and groups.
+  struct Partial {
+    Value* partial;
+    std::string kind;
+    std::vector<std::vector<int64_t>> groups;
+  };
+  std::map<Value*, Partial> partials_;
+  std::map<Value*, int64_t> uses_;  // operands in @main (regions included) naming each value
   std::vector<std::unique_ptr<Operation>> out_;
   Value* pid_ = nullptr;
   Value* zero_ = nullptr;

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <set>
 #include <sstream>
 
+#include "cujax/distributed.h"
+#include "cujax/jit.h"
 #include "cujax/runtime/buffer.h"
 #include "cujax/runtime/spmd.h"
 #include "cujax/trace/trace.h"
@@ -97,12 +100,17 @@ std::string Mesh::str() const {
 
 Mesh make_mesh(const Shape& shape, const std::vector<std::string>& axis_names) {
   const int64_t n = num_elements(shape);
-  if (n > runtime::num_cpu_devices())
+  std::vector<int> devices = distributed::global_device_ids();
+  if (n > static_cast<int64_t>(devices.size())) {
+    const int processes = distributed::process_count();
     throw Error("make_mesh: mesh " + shape_to_string(shape) + " needs " + std::to_string(n) +
-                " devices, but there are " + std::to_string(runtime::num_cpu_devices()) +
+                " devices, but there are " + std::to_string(devices.size()) +
+                (processes > 1 ? " (" + std::to_string(processes) + " processes x " +
+                                     std::to_string(distributed::local_device_count()) + ")"
+                               : "") +
                 " (set CUJAX_NUM_CPU_DEVICES or runtime::set_num_cpu_devices)");
-  std::vector<int> devices(n);
-  std::iota(devices.begin(), devices.end(), 0);
+  }
+  devices.resize(n);
   return Mesh(std::move(devices), shape, axis_names);
 }
 
@@ -249,6 +257,18 @@ Sharding GSPMDSharding(std::vector<int> devices, HloSharding hlo) {
 
 std::vector<int> Sharding::device_ids() const {
   return devices_;
+}
+
+std::vector<int64_t> Sharding::addressable_partitions() const {
+  std::vector<int64_t> out;
+  const int here = distributed::process_index();
+  for (size_t p = 0; p < devices_.size(); ++p)
+    if (distributed::process_of_device(devices_[p]) == here) out.push_back(static_cast<int64_t>(p));
+  return out;
+}
+
+bool Sharding::is_fully_addressable() const {
+  return addressable_partitions().size() == devices_.size();
 }
 
 std::string Sharding::str() const {
@@ -413,9 +433,11 @@ Array device_put(const Array& x, const Sharding& sharding) {
   }
   sharding.hlo(x.shape());  // the errors for a spec that does not fit
   impl->sharding = std::make_shared<Sharding>(sharding);
-  for (size_t p = 0; p < devices.size(); ++p)
-    impl->shards.push_back(
-        std::make_shared<runtime::Buffer>(host_slice(h, sharding.shard_index(x.shape(), p))));
+  // Other processes' shards stay empty: they hold them.
+  impl->shards.resize(devices.size());
+  for (int64_t p : sharding.addressable_partitions())
+    impl->shards[p] =
+        std::make_shared<runtime::Buffer>(host_slice(h, sharding.shard_index(x.shape(), p)));
   return Array(impl);
 }
 
@@ -436,7 +458,7 @@ std::vector<Shard> addressable_shards(const Array& x) {
     return out;
   }
   const auto devices = s.device_ids();
-  for (size_t p = 0; p < devices.size(); ++p) {
+  for (int64_t p : s.addressable_partitions()) {
     auto impl = std::make_shared<ArrayImpl>();
     impl->buffer = x.impl()->shards[p];
     impl->aval = x.aval();
@@ -445,6 +467,47 @@ std::vector<Shard> addressable_shards(const Array& x) {
     out.push_back({devices[p], s.shard_index(x.shape(), p), Array(impl)});
   }
   return out;
+}
+
+bool is_fully_addressable(const Array& x) {
+  // An unsharded array is this process's own value.
+  return !x.impl()->sharding || x.impl()->sharding->is_fully_addressable();
+}
+
+Array process_allgather(const Array& x) {
+  if (x.is_tracer()) throw ConcretizationError("process_allgather of a traced array");
+  if (!x.impl()->sharding) return x;
+  const Sharding& s = *x.impl()->sharding;
+  if (s.is_fully_addressable() || s.hlo(x.shape()).is_replicated())
+    return array(x.to_host(), x.weak_type());
+  // A jitted identity whose output is replicated: the partitioner all_gathers the tiles.
+  JitOptions options;
+  options.name = "process_allgather";
+  options.out_shardings = {
+      GSPMDSharding(s.device_ids(), HloSharding::replicated(x.ndim(), s.num_devices()))};
+  return array(jit([](const Array& a) { return a; }, options)(x).to_host(), x.weak_type());
+}
+
+void sync_global_devices(const std::string& name) {
+  if (distributed::process_count() == 1) return;
+  // Each device contributes a hash of the name its process reached; all must agree.
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : name) hash = (hash ^ c) * 16777619u;
+  const std::vector<int> devices = distributed::global_device_ids();
+  const int64_t n = static_cast<int64_t>(devices.size());
+  const Array mine = array(std::vector<int32_t>(n, static_cast<int32_t>(hash)), {n});
+  const Array all =
+      process_allgather(device_put(mine, NamedSharding(Mesh(devices, {n}, {"x"}), P("x"))));
+  const std::vector<int32_t> seen = all.to_vector<int32_t>();
+  std::set<int> others;
+  for (int64_t d = 0; d < n; ++d)
+    if (seen[d] != static_cast<int32_t>(hash))
+      others.insert(distributed::process_of_device(devices[d]));
+  if (others.empty()) return;
+  std::string list;
+  for (int p : others) list += (list.empty() ? "" : ", ") + std::to_string(p);
+  throw Error("sync_global_devices('" + name + "'): process(es) " + list +
+              " reached a barrier of another name");
 }
 
 }  // namespace cujax

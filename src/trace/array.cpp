@@ -1,5 +1,8 @@
 #include "cujax/array.h"
 
+#include <set>
+
+#include "cujax/distributed.h"
 #include "cujax/ir/ir.h"
 #include "cujax/runtime/buffer.h"
 #include "cujax/sharding.h"
@@ -15,6 +18,21 @@ std::string ShapeDtype::str() const {
 namespace {
 const ShapeDtype& invalid_aval() {
   throw Error("use of an uninitialized Array");
+}
+
+// As JAX says it, naming the array and what this process holds.
+std::string not_addressable_message(const ArrayImpl& impl) {
+  std::string held;
+  const auto devices = impl.sharding->device_ids();
+  for (size_t p = 0; p < impl.shards.size(); ++p)
+    if (impl.shards[p]) held += (held.empty() ? "cpu:" : ", cpu:") + std::to_string(devices[p]);
+  return "Fetching the value of an Array " + impl.aval.str() + " with " + impl.sharding->str() +
+         " that spans non-addressable (non process local) devices is not possible: process " +
+         std::to_string(distributed::process_index()) + " of " +
+         std::to_string(distributed::process_count()) + " holds the shards on " +
+         (held.empty() ? "no devices" : held) +
+         ". Use process_allgather(x) to fetch the global value in every process, or "
+         "addressable_shards(x) for this process's shards.";
 }
 
 std::string tracer_origin(const ArrayImpl& impl) {
@@ -46,9 +64,16 @@ std::shared_ptr<runtime::Buffer> Array::buffer() const {
     throw Error("Array " + aval().str() +
                 " has been deleted: it was donated to a jitted call (donate_argnums)");
   if (!impl_->buffer && !impl_->shards.empty()) {
+    // This process's shards, when they cover every tile (all of them, or a replicated value
+    // across processes).
+    const HloSharding h = impl_->sharding->hlo(shape());
     HostTensor global(dtype(), shape());
+    std::set<std::vector<int64_t>> tiles;
     for (size_t p = 0; p < impl_->shards.size(); ++p)
-      host_place(global, impl_->shards[p]->wait(), impl_->sharding->shard_index(shape(), p));
+      if (impl_->shards[p] && tiles.insert(h.coords(static_cast<int64_t>(p))).second)
+        host_place(global, impl_->shards[p]->wait(), impl_->sharding->shard_index(shape(), p));
+    if (static_cast<int64_t>(tiles.size()) * h.replicas != h.num_partitions())
+      throw Error(not_addressable_message(*impl_));
     impl_->buffer = std::make_shared<runtime::Buffer>(std::move(global));
   }
   if (!impl_->buffer)
@@ -59,15 +84,23 @@ std::shared_ptr<runtime::Buffer> Array::buffer() const {
 
 const Array& Array::block_until_ready() const {
   if (is_tracer()) return *this;
-  if (impl_->sharding && !impl_->donated)
-    for (const auto& b : impl_->shards) b->wait();
-  else
+  if (impl_->sharding && !impl_->donated) {
+    for (const auto& b : impl_->shards)
+      if (b) b->wait();
+  } else {
     buffer()->wait();
+  }
   return *this;
 }
 
 bool Array::is_ready() const {
-  return !is_tracer() && buffer()->is_ready();
+  if (is_tracer()) return false;
+  if (impl_->sharding && !impl_->donated) {
+    for (const auto& b : impl_->shards)
+      if (b && !b->is_ready()) return false;
+    return true;
+  }
+  return buffer()->is_ready();
 }
 
 HostTensor Array::to_host() const {

@@ -238,7 +238,8 @@ const JitCore::Entry& JitCore::add(const Signature& sig, std::unique_ptr<ir::Mod
   if (log_compiles())
     std::fprintf(stderr, "cujax: Finished tracing %s in %.6f sec\n", options_.name.c_str(),
                  trace_seconds);
-  auto program = compile_module(std::move(module), options_.platform, donated_leaves(sig));
+  auto program = compile_module(std::move(module), options_.platform, donated_leaves(sig),
+                                program_devices(sig, options_));
   program->trace_seconds = trace_seconds;
   set_output_weak_types(*program, out_leaves);
   if (log_compiles())
@@ -317,9 +318,36 @@ void mark_shardings(ir::Module& module, const Signature& sig, const JitOptions& 
   sharding::set_num_partitions(module, n);
 }
 
+std::vector<int> program_devices(const Signature& sig, const JitOptions& options) {
+  std::vector<int> devices;
+  std::string from;
+  auto take = [&](const Sharding& s, const std::string& what) {
+    const std::vector<int> ids = s.device_ids();
+    if (devices.empty()) {
+      devices = ids;
+      from = what;
+    } else if (ids != devices) {
+      auto list = [](const std::vector<int>& v) {
+        std::string l;
+        for (int d : v) l += (l.empty() ? "cpu:" : ", cpu:") + std::to_string(d);
+        return "[" + l + "]";
+      };
+      throw Error("jit: incompatible devices: " + what + " is on " + list(ids) + " but " + from +
+                  " on " + list(devices));
+    }
+  };
+  for (size_t i = 0; i < sig.leaves.size(); ++i)
+    if (!sig.static_leaf[i] && sig.leaves[i].sharding)
+      take(*sig.leaves[i].sharding, "argument " + sig.leaves[i].path);
+  for (size_t i = 0; i < options.out_shardings.size(); ++i)
+    if (options.out_shardings[i]) take(*options.out_shardings[i], "output " + std::to_string(i));
+  return devices;
+}
+
 std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> module,
                                                 const std::string& platform,
-                                                const std::vector<bool>& donated) {
+                                                const std::vector<bool>& donated,
+                                                std::vector<int> devices) {
   const auto t0 = std::chrono::steady_clock::now();
   ir::verify(*module);
   const std::string dir = compilation_cache_dir();
@@ -353,9 +381,12 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
     auto parts = sharding::partition(*module);
     program->in_shardings = std::move(parts.in);
     program->out_shardings = std::move(parts.out);
-    std::vector<int> devices(n);
-    std::iota(devices.begin(), devices.end(), 0);
+    if (devices.empty()) {
+      devices.resize(n);
+      std::iota(devices.begin(), devices.end(), 0);
+    }
     program->spmd = runtime::compile_spmd(runtime::get_backend(platform), *module, devices);
+    program->devices = std::move(devices);
   }
   program->text = ir::print_module(*module);
   program->cost = cost_analysis(*module);
@@ -392,40 +423,41 @@ void set_output_weak_types(CompiledProgram& program, const std::vector<Array>& o
 }
 
 namespace {
-// Runs a partitioned program: each partition gets its shard of every input (resharded on the
-// host when an input's sharding is not the program's), outputs are sharded arrays.
+// Runs a partitioned program: each partition that this process runs gets its shard of every
+// input (resharded on the host when an input's sharding is not the program's); outputs are
+// global arrays that hold this process's shards.
 std::vector<Array> execute_spmd(const CompiledProgram& program, const std::vector<Array>& inputs) {
-  const int64_t n = static_cast<int64_t>(program.spmd->local_devices().size());
-  std::vector<std::vector<HostTensor>> args(n);
+  const std::vector<int>& devices = program.devices;
+  const std::vector<int> local = program.spmd->local_devices();
+  std::vector<std::vector<HostTensor>> args(local.size());
   std::optional<Mesh> mesh;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& impl = inputs[i].impl();
     const HloSharding& want = program.in_shardings[i];
     if (impl->sharding && impl->sharding->kind() == Sharding::Kind::Named && !mesh)
       mesh = impl->sharding->mesh();
-    if (impl->sharding && impl->sharding->num_devices() == n && !impl->donated &&
+    if (impl->sharding && impl->sharding->device_ids() == devices && !impl->donated &&
         impl->sharding->hlo(inputs[i].shape()) == want) {
-      for (int64_t p = 0; p < n; ++p) args[p].push_back(impl->shards[p]->wait());
+      for (size_t k = 0; k < local.size(); ++k) args[k].push_back(impl->shards[local[k]]->wait());
       continue;
     }
     const HostTensor& whole = inputs[i].buffer()->wait();
-    const Sharding s = GSPMDSharding(std::vector<int>(n, 0), want);
-    for (int64_t p = 0; p < n; ++p)
-      args[p].push_back(want.is_replicated() ? whole
-                                             : host_slice(whole, s.shard_index(whole.shape(), p)));
+    const Sharding s = GSPMDSharding(devices, want);
+    for (size_t k = 0; k < local.size(); ++k)
+      args[k].push_back(
+          want.is_replicated() ? whole : host_slice(whole, s.shard_index(whole.shape(), local[k])));
   }
   auto results = program.spmd->execute(args);
-  std::vector<int> devices(n);
-  std::iota(devices.begin(), devices.end(), 0);
-  if (!mesh) mesh = Mesh(devices, {n}, {"x"});
+  if (!mesh) mesh = Mesh(devices, {static_cast<int64_t>(devices.size())}, {"x"});
   std::vector<Array> outs;
   for (size_t j = 0; j < program.out_avals.size(); ++j) {
     auto impl = std::make_shared<ArrayImpl>();
     impl->aval = program.out_avals[j];
     impl->sharding = std::make_shared<Sharding>(
         sharding_from_hlo(*mesh, impl->aval.shape, program.out_shardings[j]));
-    for (int64_t p = 0; p < n; ++p)
-      impl->shards.push_back(std::make_shared<runtime::Buffer>(std::move(results[p][j])));
+    impl->shards.resize(devices.size());
+    for (size_t k = 0; k < local.size(); ++k)
+      impl->shards[local[k]] = std::make_shared<runtime::Buffer>(std::move(results[k][j]));
     outs.emplace_back(impl);
   }
   return outs;

@@ -47,8 +47,9 @@ struct TrainStepFn {
 };
 using TrainStep = Jitted<TrainStepFn>;
 // Jitted with params and opt_state donated: their buffers are reused for the results, so the
-// caller must not use the arguments after the call.
-TrainStep make_train_step(TransformerLM& model, optax::GradientTransformation tx);
+// caller must not use the arguments after the call. `platform` is the backend it compiles for.
+TrainStep make_train_step(TransformerLM& model, optax::GradientTransformation tx,
+                          std::string platform = "cpu");
 
 // (params, batch) -> loss.
 struct EvalStepFn {

@@ -41,6 +41,8 @@ class Executable {
                                           const ExecuteOptions& options = {}) = 0;
 };
 
+class SpmdExecutable;  // runtime/spmd.h
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -49,6 +51,11 @@ class Backend {
   // Throws UnsupportedError naming the first op the backend cannot run.
   virtual std::unique_ptr<Executable> compile(const ir::Module& module,
                                               std::string_view entry = "main") const = 0;
+  // What runtime::compile_spmd does on this backend (spmd.h); throws UnsupportedError where
+  // the backend runs no SPMD programs.
+  virtual std::unique_ptr<SpmdExecutable> compile_spmd(const ir::Module& module,
+                                                       std::vector<int> device_ids,
+                                                       std::string_view entry) const;
 };
 
 // The backend for `platform` ("cpu"). Throws Error listing the available ones when unknown.

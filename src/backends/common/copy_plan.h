@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "backends/common/index.h"
@@ -125,6 +126,43 @@ inline DotPlan dot_general(const Shape& lhs, const Shape& rhs, const std::vector
   for (int64_t d : lb) p.batch *= lhs.at(d);
   for (int64_t d : lc) p.k *= lhs.at(d);
   return p;
+}
+
+// Collectives over NCCL move flat buffers made of n rank blocks, one after another. These
+// copies go between such a buffer and a tensor whose dimension `dim` holds the n blocks; they
+// return nullopt when no copy is needed (every dimension before `dim` has size 1).
+
+// The n blocks of shape `block`, one after another -> their concatenation along `dim`
+// (all_gather's result, all_to_all's received blocks).
+inline std::optional<index::StridedCopy> from_rank_blocks(const Shape& block, int64_t dim,
+                                                          int64_t n) {
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= block[d];
+  if (outer == 1) return std::nullopt;
+  Shape blocks{n};
+  blocks.insert(blocks.end(), block.begin(), block.end());
+  std::vector<int64_t> perm;  // (n, s0, ..., sk) -> (s0, ..., s[dim-1], n, s[dim], ...)
+  for (int64_t d = 1; d <= dim; ++d) perm.push_back(d);
+  perm.push_back(0);
+  for (int64_t d = dim + 1; d < static_cast<int64_t>(blocks.size()); ++d) perm.push_back(d);
+  return transpose(blocks, perm);
+}
+
+// A tensor whose dimension `dim` splits into n equal blocks -> those blocks one after another
+// (reduce_scatter's operand, all_to_all's blocks to send).
+inline std::optional<index::StridedCopy> to_rank_blocks(const Shape& shape, int64_t dim,
+                                                        int64_t n) {
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
+  if (outer == 1) return std::nullopt;
+  Shape split(shape.begin(), shape.begin() + dim);  // (s0, ..., n, s[dim] / n, ...)
+  split.push_back(n);
+  split.push_back(shape[dim] / n);
+  split.insert(split.end(), shape.begin() + dim + 1, shape.end());
+  std::vector<int64_t> perm{dim};  // -> (n, s0, ..., s[dim] / n, ...)
+  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d)
+    if (d != dim) perm.push_back(d);
+  return transpose(split, perm);
 }
 
 }  // namespace cujax::plan

@@ -29,13 +29,6 @@ std::string list(const std::vector<int>& v) {
   return s + "}";
 }
 
-// Each logical device's group (index into groups, -1 when in none) and rank in it.
-struct ProcessGroups {
-  std::vector<std::vector<int>> groups;
-  std::vector<int> group_of;
-  std::vector<int> rank_of;
-};
-
 enum class Scope { Replica, Partition };  // what the ids of cross_replica/cross_partition name
 
 std::vector<std::vector<int64_t>> id_rows(const ir::Operation& op, const char* name) {
@@ -441,7 +434,7 @@ std::vector<HostTensor> zeros_like(const ir::Operation& op) {
 }
 
 Kernel all_reduce_kernel(const ir::Operation& op, Compiler& cc) {
-  auto m = std::make_shared<Meeting>(meeting(op, cc, replica_groups(op, cc)));
+  auto m = std::make_shared<Meeting>(meeting(op, cc, collective_process_groups(op, cc)));
   auto reducer = std::make_shared<Reducer>(op, cc);
   const size_t n = op.operands.size();
   return [m, reducer, n](std::span<const HostTensor> in, ExecContext& ctx) {
@@ -456,7 +449,7 @@ Kernel all_reduce_kernel(const ir::Operation& op, Compiler& cc) {
 }
 
 Kernel reduce_scatter_kernel(const ir::Operation& op, Compiler& cc) {
-  auto m = std::make_shared<Meeting>(meeting(op, cc, replica_groups(op, cc)));
+  auto m = std::make_shared<Meeting>(meeting(op, cc, collective_process_groups(op, cc)));
   auto reducer = std::make_shared<Reducer>(op, cc);
   const int64_t dim = op.int_attr("scatter_dimension");
   return [m, reducer, dim](std::span<const HostTensor> in, ExecContext& ctx) {
@@ -473,7 +466,7 @@ Kernel reduce_scatter_kernel(const ir::Operation& op, Compiler& cc) {
 }
 
 Kernel all_gather_kernel(const ir::Operation& op, Compiler& cc) {
-  auto m = std::make_shared<Meeting>(meeting(op, cc, replica_groups(op, cc)));
+  auto m = std::make_shared<Meeting>(meeting(op, cc, collective_process_groups(op, cc)));
   const int64_t dim = op.int_attr("all_gather_dim");
   const size_t n = op.operands.size();
   return [m, dim, n](std::span<const HostTensor> in, ExecContext& ctx) {
@@ -492,8 +485,7 @@ Kernel all_gather_kernel(const ir::Operation& op, Compiler& cc) {
 }
 
 Kernel all_to_all_kernel(const ir::Operation& op, Compiler& cc) {
-  auto m = std::make_shared<Meeting>(
-      meeting(op, cc, scoped_groups(op, cc, id_rows(op, "replica_groups"))));
+  auto m = std::make_shared<Meeting>(meeting(op, cc, collective_process_groups(op, cc)));
   const int64_t split_dim = op.int_attr("split_dimension");
   const int64_t concat_dim = op.int_attr("concat_dimension");
   const int64_t split_count = op.int_attr("split_count");
@@ -522,22 +514,8 @@ Kernel all_to_all_kernel(const ir::Operation& op, Compiler& cc) {
 Kernel collective_permute_kernel(const ir::Operation& op, Compiler& cc) {
   // Every device of a scope (a replica's partitions, or a partition's replicas) meets; each
   // takes the operand of its source, or zeros when no pair names it as a target.
-  auto m = std::make_shared<Meeting>(meeting(op, cc, scoped_groups(op, cc, {})));
-  const auto pairs = id_rows(op, "source_target_pairs");
-  const int scope = channel_id(op) > 0 ? cc.num_partitions() : cc.num_replicas();
-  std::vector<int> source_of(scope, -1);
-  std::vector<bool> is_source(scope, false);
-  for (const auto& p : pairs) {
-    if (p.size() != 2) unsupported(op, "source_target_pairs must be pairs");
-    const int s = checked_id(op, cc, p[0], scope, "source");
-    const int t = checked_id(op, cc, p[1], scope, "target");
-    if (source_of[t] >= 0)
-      unsupported(op, "device " + std::to_string(t) + " is the target of two sources");
-    if (is_source[s])
-      unsupported(op, "device " + std::to_string(s) + " is the source of two pairs");
-    source_of[t] = s;
-    is_source[s] = true;
-  }
+  auto m = std::make_shared<Meeting>(meeting(op, cc, collective_process_groups(op, cc)));
+  const std::vector<int> source_of = permute_sources(op, cc);
   auto zeros = std::make_shared<std::vector<HostTensor>>(zeros_like(op));
   return [m, source_of, zeros](std::span<const HostTensor> in, ExecContext& ctx) {
     int rank = 0;
@@ -550,8 +528,7 @@ Kernel collective_permute_kernel(const ir::Operation& op, Compiler& cc) {
 }
 
 Kernel collective_broadcast_kernel(const ir::Operation& op, Compiler& cc) {
-  auto m = std::make_shared<Meeting>(
-      meeting(op, cc, scoped_groups(op, cc, id_rows(op, "replica_groups"))));
+  auto m = std::make_shared<Meeting>(meeting(op, cc, collective_process_groups(op, cc)));
   auto zeros = std::make_shared<std::vector<HostTensor>>(zeros_like(op));
   return [m, zeros](std::span<const HostTensor> in, ExecContext& ctx) {
     const CollectiveTimer timer(ctx);
@@ -571,6 +548,31 @@ Kernel process_id_kernel(const ir::Operation& op, Compiler& cc) {
 }
 
 }  // namespace
+
+ProcessGroups collective_process_groups(const ir::Operation& op, Compiler& cc) {
+  if (op.name == "stablehlo.collective_permute") return scoped_groups(op, cc, {});
+  if (op.name == "stablehlo.all_to_all" || op.name == "stablehlo.collective_broadcast")
+    return scoped_groups(op, cc, id_rows(op, "replica_groups"));
+  return replica_groups(op, cc);
+}
+
+std::vector<int> permute_sources(const ir::Operation& op, Compiler& cc) {
+  const int scope = channel_id(op) > 0 ? cc.num_partitions() : cc.num_replicas();
+  std::vector<int> source_of(scope, -1);
+  std::vector<bool> is_source(scope, false);
+  for (const auto& p : id_rows(op, "source_target_pairs")) {
+    if (p.size() != 2) unsupported(op, "source_target_pairs must be pairs");
+    const int s = checked_id(op, cc, p[0], scope, "source");
+    const int t = checked_id(op, cc, p[1], scope, "target");
+    if (source_of[t] >= 0)
+      unsupported(op, "device " + std::to_string(t) + " is the target of two sources");
+    if (is_source[s])
+      unsupported(op, "device " + std::to_string(s) + " is the source of two pairs");
+    source_of[t] = s;
+    is_source[s] = true;
+  }
+  return source_of;
+}
 
 void register_collective_kernels(KernelRegistry& r) {
   r.add("stablehlo.all_reduce", all_reduce_kernel);

@@ -10,6 +10,9 @@ class CpuBackend final : public runtime::Backend {
   std::vector<runtime::DeviceDescription> devices() const override;
   std::unique_ptr<runtime::Executable> compile(const ir::Module& module,
                                                std::string_view entry) const override;
+  std::unique_ptr<runtime::SpmdExecutable> compile_spmd(const ir::Module& module,
+                                                        std::vector<int> device_ids,
+                                                        std::string_view entry) const override;
 };
 
 }  // namespace cujax::cpu

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cujax/core/error.h"
@@ -121,6 +122,24 @@ void register_reduction_kernels(KernelRegistry& r);    // reduce, reduce_window,
 void register_linalg_kernels(KernelRegistry& r);       // dot_general, convolution, triangular_solve
 void register_random_kernels(KernelRegistry& r);       // rng_bit_generator
 void register_collective_kernels(KernelRegistry& r);   // all_reduce, all_gather, ..., partition_id
+
+// A collective op's process groups of logical devices (replica_id * num_partitions +
+// partition_id), as the spec's cross_replica, cross_partition, cross_replica_and_partition and
+// flattened_ids strategies derive them from replica_groups, channel_handle and
+// use_global_device_ids; collective_permute's group is its whole scope. Throws UnsupportedError
+// for ids outside the program's grid or a device in two groups.
+struct ProcessGroups {
+  std::vector<std::vector<int>> groups;
+  std::vector<int> group_of;  // per logical device: index into groups, -1 when in none
+  std::vector<int> rank_of;   // per logical device: position in its group
+};
+ProcessGroups collective_process_groups(const ir::Operation& op, Compiler& cc);
+// collective_permute: for each rank of its group, the rank it receives from (-1: none, zeros).
+std::vector<int> permute_sources(const ir::Operation& op, Compiler& cc);
+
+// compile_spmd's (num_replicas, num_partitions) for a module run on `num_devices` devices:
+// its attributes, or num_partitions = num_devices; throws Error when they disagree.
+std::pair<int, int> spmd_process_grid(const ir::Module& module, int64_t num_devices);
 
 // A module attribute such as "mhlo.num_partitions" as an integer, or nullopt when absent.
 std::optional<int64_t> module_int_attr(const ir::Module& module, std::string_view name);

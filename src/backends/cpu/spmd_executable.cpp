@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
 #include "cujax/distributed.h"
 #include "cujax/runtime/spmd.h"
@@ -94,21 +95,41 @@ class CpuSpmdExecutable final : public SpmdExecutable {
 
 std::unique_ptr<SpmdExecutable> compile_spmd(const Backend& backend, const ir::Module& module,
                                              std::vector<int> device_ids, std::string_view entry) {
-  if (backend.platform() != "cpu")
-    throw UnsupportedError("compile_spmd: the " + std::string(backend.platform()) +
-                           " backend does not run SPMD programs yet (only cpu does)");
+  return backend.compile_spmd(module, std::move(device_ids), entry);
+}
+
+std::unique_ptr<SpmdExecutable> Backend::compile_spmd(const ir::Module&, std::vector<int>,
+                                                      std::string_view) const {
+  throw UnsupportedError("compile_spmd: the " + std::string(platform()) +
+                         " backend does not run SPMD programs");
+}
+
+}  // namespace cujax::runtime
+
+namespace cujax::cpu {
+
+using runtime::SpmdExecutable;
+
+std::pair<int, int> spmd_process_grid(const ir::Module& module, int64_t num_devices) {
+  const int64_t replicas = module_int_attr(module, "mhlo.num_replicas").value_or(1);
+  const int64_t partitions = module_int_attr(module, "mhlo.num_partitions")
+                                 .value_or(num_devices / std::max<int64_t>(replicas, 1));
+  if (replicas < 1 || partitions < 1 || replicas * partitions != num_devices)
+    throw Error("compile_spmd: the module is partitioned for mhlo.num_replicas = " +
+                std::to_string(replicas) +
+                " x mhlo.num_partitions = " + std::to_string(partitions) + " devices, but " +
+                std::to_string(num_devices) + " device ids were given");
+  return {static_cast<int>(replicas), static_cast<int>(partitions)};
+}
+
+std::unique_ptr<SpmdExecutable> CpuBackend::compile_spmd(const ir::Module& module,
+                                                         std::vector<int> device_ids,
+                                                         std::string_view entry) const {
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("compile_spmd: module has no function @" + std::string(entry));
   if (device_ids.empty()) throw Error("compile_spmd: no devices given");
   const int64_t n = static_cast<int64_t>(device_ids.size());
-  const int64_t replicas = cpu::module_int_attr(module, "mhlo.num_replicas").value_or(1);
-  const int64_t partitions = cpu::module_int_attr(module, "mhlo.num_partitions")
-                                 .value_or(n / std::max<int64_t>(replicas, 1));
-  if (replicas < 1 || partitions < 1 || replicas * partitions != n)
-    throw Error("compile_spmd: the module is partitioned for mhlo.num_replicas = " +
-                std::to_string(replicas) +
-                " x mhlo.num_partitions = " + std::to_string(partitions) + " devices, but " +
-                std::to_string(n) + " device ids were given");
+  const auto [replicas, partitions] = spmd_process_grid(module, n);
   const std::vector<int> global = distributed::global_device_ids();
   std::set<int> seen;
   std::vector<int> device_process, local;
@@ -123,10 +144,11 @@ std::unique_ptr<SpmdExecutable> compile_spmd(const Backend& backend, const ir::M
     device_process.push_back(distributed::process_of_device(id));
     if (device_process.back() == distributed::process_index()) local.push_back(static_cast<int>(i));
   }
-  cpu::Compiler compiler(module);
-  compiler.set_process_grid(static_cast<int>(replicas), static_cast<int>(partitions));
-  return std::make_unique<CpuSpmdExecutable>(compiler.compile_function(*fn), std::move(device_ids),
-                                             std::move(device_process), std::move(local));
+  Compiler compiler(module);
+  compiler.set_process_grid(replicas, partitions);
+  return std::make_unique<runtime::CpuSpmdExecutable>(compiler.compile_function(*fn),
+                                                      std::move(device_ids),
+                                                      std::move(device_process), std::move(local));
 }
 
-}  // namespace cujax::runtime
+}  // namespace cujax::cpu

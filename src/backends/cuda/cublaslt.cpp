@@ -1,13 +1,13 @@
 #include "backends/cuda/cublaslt.h"
 
 #include <cublasLt.h>
-#include <dlfcn.h>
 
 #include <filesystem>
 #include <mutex>
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/library.h"
 
 namespace cujax::cuda {
 
@@ -32,32 +32,23 @@ struct Lt {
 
 const Lt& lt() {
   static const Lt api = [] {
-    const std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-    void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen(("/usr/local/cuda/lib64/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-      throw CudaError("cannot load " + soname + " (cuBLASLt, needed for dot_general): " +
-                      std::string(dlerror() ? dlerror() : "not found") +
-                      "; add the CUDA toolkit's lib64 to LD_LIBRARY_PATH");
+    Library lib("libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR),
+                "cuBLASLt, needed for dot_general",
+                "add the CUDA toolkit's lib64 to LD_LIBRARY_PATH");
     Lt a;
-    std::string missing;
-    auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-      if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
-    };
-    get(a.create, "cublasLtCreate");
-    get(a.desc_create, "cublasLtMatmulDescCreate");
-    get(a.desc_destroy, "cublasLtMatmulDescDestroy");
-    get(a.desc_set, "cublasLtMatmulDescSetAttribute");
-    get(a.layout_create, "cublasLtMatrixLayoutCreate");
-    get(a.layout_destroy, "cublasLtMatrixLayoutDestroy");
-    get(a.layout_set, "cublasLtMatrixLayoutSetAttribute");
-    get(a.pref_create, "cublasLtMatmulPreferenceCreate");
-    get(a.pref_destroy, "cublasLtMatmulPreferenceDestroy");
-    get(a.pref_set, "cublasLtMatmulPreferenceSetAttribute");
-    get(a.heuristic, "cublasLtMatmulAlgoGetHeuristic");
-    get(a.matmul, "cublasLtMatmul");
-    if (!missing.empty()) throw CudaError(soname + " lacks " + missing);
+    lib.resolve(a.create, "cublasLtCreate");
+    lib.resolve(a.desc_create, "cublasLtMatmulDescCreate");
+    lib.resolve(a.desc_destroy, "cublasLtMatmulDescDestroy");
+    lib.resolve(a.desc_set, "cublasLtMatmulDescSetAttribute");
+    lib.resolve(a.layout_create, "cublasLtMatrixLayoutCreate");
+    lib.resolve(a.layout_destroy, "cublasLtMatrixLayoutDestroy");
+    lib.resolve(a.layout_set, "cublasLtMatrixLayoutSetAttribute");
+    lib.resolve(a.pref_create, "cublasLtMatmulPreferenceCreate");
+    lib.resolve(a.pref_destroy, "cublasLtMatmulPreferenceDestroy");
+    lib.resolve(a.pref_set, "cublasLtMatmulPreferenceSetAttribute");
+    lib.resolve(a.heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    lib.resolve(a.matmul, "cublasLtMatmul");
+    lib.check_resolved();
     if (a.create(&a.handle) != CUBLAS_STATUS_SUCCESS) throw CudaError("cublasLtCreate failed");
     return a;
   }();

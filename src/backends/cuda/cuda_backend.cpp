@@ -16,10 +16,9 @@
 #include "backends/cuda/device.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/program.h"
+#include "backends/cuda/spmd.h"
 
 namespace cujax::cuda {
-
-using DeviceKernel = std::function<std::vector<DeviceArray>(std::span<const DeviceArray>)>;
 
 struct Step {
   DeviceKernel device;  // set for a device step
@@ -326,13 +325,28 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
 
 }  // namespace
 
+// Whether `op`'s regions (a while body, a case branch) hold a collective: those run on the host
+// through the cpu kernels, which meet other devices only inside the cpu backend's SPMD runs.
+bool has_nested_collective(const ir::Operation& op) {
+  for (const auto& region : op.regions)
+    for (const auto& block : region->blocks)
+      for (const auto& inner : block->ops)
+        if (inner->name.starts_with("stablehlo.all_") ||
+            inner->name == "stablehlo.reduce_scatter" ||
+            inner->name.starts_with("stablehlo.collective_") || has_nested_collective(*inner))
+          return true;
+  return false;
+}
+
 std::shared_ptr<const Program> compile_program(const ir::Module& module, const ir::Function& fn,
-                                               const std::shared_ptr<Device>& dev) {
+                                               const std::shared_ptr<Device>& dev,
+                                               const SpmdContext* spmd) {
   if (fn.body.blocks.size() != 1)
     throw UnsupportedError("@" + fn.name + ": functions with several blocks are not supported");
   const ir::Block& block = fn.body.front();
   auto program = std::make_shared<Program>();
   cpu::Compiler host_compiler(module);
+  if (spmd) host_compiler.set_process_grid(spmd->num_replicas, spmd->num_partitions);
   std::unordered_map<const ir::Value*, int> slot_of;
   auto new_slot = [&](const ir::Value* v) {
     slot_of[v] = program->num_slots;
@@ -356,9 +370,12 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
     const ir::Operation& op = *block.ops[i];
     Step step;
     step.where = op.where();
-    step.device = device_kernel(op, dev);
+    if (spmd) step.device = spmd->device_kernel(op, host_compiler);
+    if (!step.device) step.device = device_kernel(op, dev);
     std::vector<const ir::Value*> uses(op.operands.begin(), op.operands.end());
     if (!step.device) {
+      if (spmd && has_nested_collective(op))
+        cpu::unsupported(op, "collectives inside regions are not supported on cuda devices");
       const cpu::KernelFactory* factory = cpu::kernel_registry().find(op.name);
       if (!factory) cpu::unsupported(op, "op is not supported by the cuda or cpu backend");
       for (const auto& r : op.results)
@@ -427,6 +444,18 @@ int host_steps(const Program& program) {
   return program.host_steps;
 }
 
+void check_arguments(const Program& program, std::span<const HostTensor> args) {
+  if (args.size() != program.arg_types.size())
+    throw RuntimeError("program expects " + std::to_string(program.arg_types.size()) +
+                       " arguments, got " + std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::Type& want = program.arg_types[i];
+    if (want.is_token || args[i].dtype() != want.dtype || args[i].shape() != want.shape)
+      throw RuntimeError("argument #" + std::to_string(i) + " is " + args[i].type_string() +
+                         ", expected " + want.str());
+  }
+}
+
 namespace {
 
 class CudaExecutable final : public runtime::Executable {
@@ -435,16 +464,7 @@ class CudaExecutable final : public runtime::Executable {
       : program_(std::move(p)), dev_(std::move(dev)) {}
   std::vector<HostTensor> execute(std::span<const HostTensor> args,
                                   const runtime::ExecuteOptions& options) override {
-    // Kernels trust their operands' types: check what comes from outside once.
-    if (args.size() != program_->arg_types.size())
-      throw RuntimeError("program expects " + std::to_string(program_->arg_types.size()) +
-                         " arguments, got " + std::to_string(args.size()));
-    for (size_t i = 0; i < args.size(); ++i) {
-      const ir::Type& want = program_->arg_types[i];
-      if (want.is_token || args[i].dtype() != want.dtype || args[i].shape() != want.shape)
-        throw RuntimeError("argument #" + std::to_string(i) + " is " + args[i].type_string() +
-                           ", expected " + want.str());
-    }
+    check_arguments(*program_, args);
     std::lock_guard<std::mutex> lock(dev_->mutex());
     dev_->activate();
     std::vector<DeviceArray> results = run_program(*program_, *dev_, dev_->upload(args), options);
@@ -486,9 +506,14 @@ class CudaBackend final : public runtime::Backend {
                                                std::string_view entry) const override {
     const ir::Function* fn = module.lookup(entry);
     if (!fn) throw Error("module has no function @" + std::string(entry));
-    // Programs run on device 0; sharding across devices is the partitioner's job.
+    // Programs run on device 0; several devices run SPMD programs (compile_spmd).
     return std::make_unique<CudaExecutable>(compile_program(module, *fn, devices_.front()),
                                             devices_.front());
+  }
+  std::unique_ptr<runtime::SpmdExecutable> compile_spmd(const ir::Module& module,
+                                                        std::vector<int> device_ids,
+                                                        std::string_view entry) const override {
+    return compile_cuda_spmd(devices_, module, std::move(device_ids), entry);
   }
 
  private:
