@@ -12,22 +12,12 @@
 #include "cujax/models/lm.h"
 #include "cujax/numpy.h"
 #include "cujax/serve/engine.h"
+#include "test_models.h"
 
 using namespace cujax;
 namespace jnp = cujax::numpy;
 
 namespace {
-
-models::TransformerConfig small() {
-  models::TransformerConfig c;
-  c.vocab_size = 64;
-  c.max_len = 24;
-  c.d_model = 32;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.d_ff = 64;
-  return c;
-}
 
 struct Result {
   std::vector<int32_t> tokens;
@@ -55,7 +45,7 @@ std::shared_ptr<serve::Request> request(std::vector<int32_t> prompt, int64_t max
 
 TEST(ServeEngine, MatchesGenerateBatchedAndNeverCompilesAfterStart) {
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small(), rngs);
+  models::TransformerLM model(testutil::small_transformer(64, 24, 32), rngs);
   const State params = nnx::state(model, nnx::VariableKind::Param);
   struct Case {
     std::vector<int32_t> prompt;
@@ -110,7 +100,7 @@ TEST(ServeEngine, MatchesGenerateBatchedAndNeverCompilesAfterStart) {
 
 TEST(ServeEngine, RejectsBadRequestsAndAFullQueue) {
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small(), rngs);
+  models::TransformerLM model(testutil::small_transformer(64, 24, 32), rngs);
   serve::Engine engine(model, nnx::state(model, nnx::VariableKind::Param), 1, 0);
   Result r;
   EXPECT_THROW(engine.submit(request({}, 4, 0, 0, 0, r)), Error);
@@ -140,7 +130,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 TEST(ServeEngine, MaxSeqBoundsPromptAndOutputAndEveryLengthRunsCompiledStep) {
-  models::TransformerConfig config = small();
+  models::TransformerConfig config = testutil::small_transformer(64, 24, 32);
   config.max_len = 40;
   nnx::Rngs rngs(0);
   models::TransformerLM model(config, rngs);
@@ -180,7 +170,7 @@ TEST(ServeEngine, MaxSeqBoundsPromptAndOutputAndEveryLengthRunsCompiledStep) {
 
 TEST(ServeEngine, FirstRequestAfterStartIsNotSlowerThanLaterOnes) {
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small(), rngs);
+  models::TransformerLM model(testutil::small_transformer(64, 24, 32), rngs);
   const State params = nnx::state(model, nnx::VariableKind::Param);
   const std::vector<int32_t> prompt = {3, 1, 4, 1, 5};
   using clock = std::chrono::steady_clock;
@@ -212,14 +202,14 @@ TEST(ServeEngine, FirstRequestAfterStartIsNotSlowerThanLaterOnes) {
 
 TEST(ServeEngine, TopKKeepsTiedValuesAsGenerateDoes) {
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small(), rngs);
+  models::TransformerLM model(testutil::small_transformer(64, 24, 32), rngs);
   State params = nnx::state(model, nnx::VariableKind::Param);
   // The output layer is the embedding (tied), so tokens with equal embedding rows get equal
   // logits: in groups of four, every top_k below 64 but a multiple of 4 cuts through a group,
   // whose tied values are all kept.
   const Array embedding = params.at("embed.embedding");
   std::vector<float> rows = embedding.to_vector<float>();
-  const size_t width = static_cast<size_t>(small().d_model);
+  const size_t width = static_cast<size_t>(testutil::small_transformer(64, 24, 32).d_model);
   for (size_t v = 0; v < rows.size() / width; ++v)
     std::copy_n(rows.begin() + (v / 4 * 4) * width, width, rows.begin() + v * width);
   params.set("embed.embedding", jnp::array(rows, embedding.shape()));

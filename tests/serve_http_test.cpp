@@ -6,21 +6,11 @@
 #include "cli/serve_http.h"
 #include "cujax/core/json.h"
 #include "cujax/jit.h"
+#include "test_models.h"
 
 using namespace cujax;
 
 namespace {
-
-models::TransformerConfig small() {
-  models::TransformerConfig c;
-  c.vocab_size = 256;  // the byte tokenizer
-  c.max_len = 24;
-  c.d_model = 32;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.d_ff = 64;
-  return c;
-}
 
 int status_of(const httplib::Result& res) {
   return res ? res->status : -1;
@@ -30,7 +20,7 @@ int status_of(const httplib::Result& res) {
 
 TEST(ServeHttp, HealthzIs503UntilTheEngineIsReadyAndMaxSeqIsEnforced) {
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small(), rngs);
+  models::TransformerLM model(testutil::small_transformer(256, 24, 32), rngs);  // byte vocabulary
   serve::Engine engine(model, nnx::state(model, nnx::VariableKind::Param), 2, 4, /*max_seq=*/12);
   cli::HttpServer server(engine, "");
   const int port = server.listen("127.0.0.1", 0);

@@ -13,22 +13,12 @@
 #include "cujax/jit.h"
 #include "cujax/models/lm.h"
 #include "cujax/serve/engine.h"
+#include "test_models.h"
 
 using namespace cujax;
 namespace fs = std::filesystem;
 
 namespace {
-
-models::TransformerConfig small() {
-  models::TransformerConfig c;
-  c.vocab_size = 64;
-  c.max_len = 40;
-  c.d_model = 32;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.d_ff = 64;
-  return c;
-}
 
 fs::path fresh_dir(const std::string& name) {
   fs::path p =
@@ -56,7 +46,7 @@ struct Result {
 
 TEST(ServeBundle, EngineFromABundleMatchesGenerateAndCompilesOnlyInStart) {
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small(), rngs);
+  models::TransformerLM model(testutil::small_transformer(64, 40, 32), rngs);
   const State params = nnx::state(model, nnx::VariableKind::Param);
   const fs::path dir = fresh_dir("roundtrip");
   const std::string path = (dir / "small.serve").string();
@@ -123,7 +113,7 @@ TEST(ServeBundle, EngineFromABundleMatchesGenerateAndCompilesOnlyInStart) {
 
 TEST(ServeBundle, RefusesADamagedBundleNamingTheFile) {
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small(), rngs);
+  models::TransformerLM model(testutil::small_transformer(64, 40, 32), rngs);
   const fs::path dir = fresh_dir("damaged");
   const std::string path = (dir / "small.serve").string();
   serve::export_steps(model, nnx::state(model, nnx::VariableKind::Param), 1, 16, path);

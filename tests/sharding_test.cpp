@@ -13,6 +13,7 @@
 #include "cujax/random.h"
 #include "cujax/runtime/spmd.h"
 #include "cujax/sharding.h"
+#include "test_models.h"
 
 using namespace cujax;
 namespace np = cujax::numpy;
@@ -187,18 +188,6 @@ TEST_F(Sharding8, LoweredAndCompiledText) {
 
 namespace {
 
-models::TransformerConfig small_config() {
-  models::TransformerConfig c;
-  c.name = "test";
-  c.vocab_size = 32;
-  c.max_len = 8;
-  c.d_model = 16;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.d_ff = 32;
-  return c;
-}
-
 data::Batch random_batch(uint32_t seed, int64_t b, int64_t t, int64_t vocab) {
   Array window = random::randint(random::PRNGKey(seed), {b, t + 1}, 0, vocab);
   return {lax::slice_in_dim(window, 0, t, 1, 1), lax::slice_in_dim(window, 1, t + 1, 1, 1)};
@@ -210,7 +199,7 @@ State train(const std::function<State(const State&)>& place_params,
             std::vector<float>* losses, int64_t* compiles, size_t* all_reduces,
             size_t* all_gathers = nullptr) {
   nnx::Rngs rngs(0);
-  models::TransformerLM model(small_config(), rngs);
+  models::TransformerLM model(testutil::small_transformer(32, 8, 16), rngs);
   // SGD, not Adam: Adam turns the rounding noise of a zero gradient (attention key biases have
   // one) into full-size steps, which would compare noise.
   auto tx = optax::sgd(0.1, 0.9);

@@ -14,6 +14,7 @@
 #include "cujax/models/lm.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
+#include "test_models.h"
 
 namespace cujax {
 namespace {
@@ -22,18 +23,6 @@ namespace jnp = cujax::numpy;
 namespace fs = std::filesystem;
 using models::TransformerConfig;
 using models::TransformerLM;
-
-TransformerConfig small_test_config() {
-  TransformerConfig c;
-  c.name = "test";
-  c.vocab_size = 32;
-  c.max_len = 8;
-  c.d_model = 16;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.d_ff = 32;
-  return c;
-}
 
 Array random_tokens(uint32_t seed, Shape shape, int64_t vocab) {
   return random::randint(random::PRNGKey(seed), shape, 0, vocab);
@@ -86,7 +75,7 @@ TEST(Transformer, ConfigErrorsAndJsonRoundTrip) {
 
 TEST(Transformer, LaterTokensDoNotChangeEarlierLogits) {
   nnx::Rngs rngs(0);
-  TransformerLM model(small_test_config(), rngs);
+  TransformerLM model(testutil::small_transformer(32, 8, 16), rngs);
   Array tokens = random_tokens(1, {2, 8}, 32);
   std::vector<int32_t> changed = tokens.to_vector<int32_t>();
   changed[5] = (changed[5] + 1) % 32;  // row 0, position 5
@@ -106,7 +95,7 @@ TEST(Transformer, LaterTokensDoNotChangeEarlierLogits) {
 
 TEST(Transformer, DecodingWithTheCacheMatchesTheFullForwardPass) {
   nnx::Rngs rngs(3);
-  TransformerLM model(small_test_config(), rngs);
+  TransformerLM model(testutil::small_transformer(32, 8, 16), rngs);
   Array tokens = random_tokens(4, {1, 8}, 32);
   const auto full = model(tokens).to_vector<float>();
   model.init_cache(1);
@@ -122,7 +111,7 @@ TEST(Transformer, DecodingWithTheCacheMatchesTheFullForwardPass) {
 
 TEST(Transformer, LossOnAFixedBatchFallsOver50Steps) {
   nnx::Rngs rngs(0);
-  TransformerLM model(small_test_config(), rngs);
+  TransformerLM model(testutil::small_transformer(32, 8, 16), rngs);
   models::OptimizerOptions o;
   o.learning_rate = 1e-2;
   o.warmup_steps = 5;
@@ -148,7 +137,7 @@ TEST(Transformer, LossOnAFixedBatchFallsOver50Steps) {
 
 TEST(Transformer, GenerateIsDeterministicPerSeedAndGreedyFollowsArgmax) {
   nnx::Rngs rngs(0);
-  TransformerLM model(small_test_config(), rngs);
+  TransformerLM model(testutil::small_transformer(32, 8, 16), rngs);
   const State params = nnx::state(model, nnx::VariableKind::Param);
   models::SampleOptions o;
   o.max_tokens = 5;
@@ -184,7 +173,7 @@ bool torch_available() {
 
 TEST(Transformer, OneTrainingStepMatchesPyTorch) {
   if (!torch_available()) GTEST_SKIP() << "no /usr/bin/python3 with torch (python3-torch)";
-  const TransformerConfig config = small_test_config();
+  const TransformerConfig config = testutil::small_transformer(32, 8, 16);
   nnx::Rngs rngs(5);
   TransformerLM model(config, rngs);
   models::OptimizerOptions o;
