@@ -7,25 +7,12 @@
 set -uo pipefail
 cujax="$1"
 src="$2"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$src/tests/cli_test_lib.sh"
 # The count comes from --mesh here, not from the caller's environment.
 unset CUJAX_NUM_CPU_DEVICES XLA_FLAGS
 
-expect_usage_error() {
-  local what="$1" pattern="$2"
-  shift 2
-  "$cujax" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  if [ "$rc" -ne 2 ]; then fail "$what: exit status $rc, expected 2"; cat "$work/err"; return; fi
-  if [ "$(wc -l <"$work/err")" -ne 1 ]; then fail "$what: stderr is not one line"; cat "$work/err"; fi
-  grep -q -- "$pattern" "$work/err" || { fail "$what: stderr lacks '$pattern'"; cat "$work/err"; }
-}
-
 corpus="$work/corpus.txt"
-cat "$src"/docs/*.md "$src"/README.md >"$corpus"
+write_corpus "$corpus"
 small=(train --config tiny --data "$corpus" --batch 4 --seq 32 --steps 5 --log-every 1 --eval-every 5 --eval-batches 1)
 
 expect_usage_error "bad syntax" "must look like data=N" "${small[@]}" --mesh data --out "$work/x"
@@ -66,5 +53,4 @@ awk -F, 'NR == FNR { if (FNR > 1) sum += $2; next }
     printf "step %s: logged %s, mean of the steps %s\n", $1, $2, sum / 5; exit 1 } }' \
   "$work/one/metrics.csv" "$work/window/metrics.csv" || fail "a log's train_loss is not its steps' mean"
 
-if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
-echo "cli_train_mesh_test: all checks passed"
+finish cli_train_mesh_test

@@ -18,15 +18,12 @@ set -uo pipefail
 cujax="$1"
 src="$2"
 checkpoint_diff="$3"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$src/tests/cli_test_lib.sh"
 unset CUJAX_NUM_CPU_DEVICES XLA_FLAGS
 export CUJAX_COLLECTIVE_TIMEOUT=60
 
 corpus="$work/corpus.txt"
-cat "$src"/docs/*.md "$src"/README.md >"$corpus"
+write_corpus "$corpus"
 steps=4
 small=(train --config tiny --data "$corpus" --batch 4 --seq 32 --steps $steps --log-every 1
   --eval-every $steps --eval-batches 1)

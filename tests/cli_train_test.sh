@@ -6,24 +6,10 @@
 set -uo pipefail
 cujax="$1"
 src="$2"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# Expects exit status 2 and exactly one line on stderr that contains $2.
-expect_usage_error() {
-  local what="$1" pattern="$2"
-  shift 2
-  "$cujax" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  if [ "$rc" -ne 2 ]; then fail "$what: exit status $rc, expected 2"; cat "$work/err"; return; fi
-  if [ "$(wc -l <"$work/err")" -ne 1 ]; then fail "$what: stderr is not one line"; cat "$work/err"; fi
-  grep -q -- "$pattern" "$work/err" || { fail "$what: stderr lacks '$pattern'"; cat "$work/err"; }
-}
+source "$src/tests/cli_test_lib.sh"
 
 corpus="$work/corpus.txt"
-cat "$src"/docs/*.md "$src"/README.md >"$corpus"
+write_corpus "$corpus"
 : >"$work/empty.txt"
 small=(--config tiny --data "$corpus" --batch 4 --seq 32 --log-every 4 --eval-every 6 --eval-batches 2)
 
@@ -107,5 +93,4 @@ else
   echo "skip: the decode-versus-forward export check needs numpy under /usr/bin/python3"
 fi
 
-if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
-echo "cli_train_test: all checks passed"
+finish cli_train_test

@@ -1,0 +1,29 @@
+# Sourced by the CLI tests after they set `cujax`: a scratch folder $work (removed on exit),
+# fail() counting failures, expect_usage_error, and finish NAME to end with the count.
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect_usage_error WHAT PATTERN ARGS...: `cujax ARGS...` exits with status 2 and exactly one
+# line on stderr, which contains PATTERN.
+expect_usage_error() {
+  local what="$1" pattern="$2"
+  shift 2
+  "$cujax" "$@" >"$work/out" 2>"$work/err"
+  local rc=$?
+  if [ "$rc" -ne 2 ]; then fail "$what: exit status $rc, expected 2"; cat "$work/err"; return; fi
+  if [ "$(wc -l <"$work/err")" -ne 1 ]; then fail "$what: stderr is not one line"; cat "$work/err"; fi
+  grep -q -- "$pattern" "$work/err" || { fail "$what: stderr lacks '$pattern'"; cat "$work/err"; }
+}
+
+# The corpus the training tests read: the project's own documentation.
+write_corpus() {
+  cat "$src"/docs/*.md "$src"/README.md >"$1"
+}
+
+finish() {
+  if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
+  echo "$1: all checks passed"
+}
