@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "backends/common/elementwise.h"
+#include "backends/cuda/driver/driver.h"
+#include "backends/cuda/library.h"
+#include "backends/cuda/nccl.h"
 #include "backends/cuda/program.h"
 #include "cujax/core/error.h"
 #include "cujax/ir/parser.h"
@@ -512,6 +515,35 @@ TEST(CudaSpmd, UnsupportedReductionNamesTheOp) {
   } catch (const UnsupportedError& e) {
     EXPECT_NE(std::string(e.what()).find("stablehlo.all_reduce"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("xor"), std::string::npos) << e.what();
+  }
+}
+
+// The loader needs no driver: the toolkit's libraries open wherever they are installed.
+TEST(CudaLibraries, NcclLoadsAndAMissingLibraryNamesTheFix) {
+  try {
+    EXPECT_EQ(cuda::nccl().version / 10000, NCCL_MAJOR);
+  } catch (const cuda::CudaError& e) {
+    GTEST_SKIP() << e.what();  // a machine without NCCL
+  }
+  try {
+    cuda::Library lib("libcujax-no-such-library.so.1", "a test", "install it");
+    FAIL() << "a library that does not exist was opened";
+  } catch (const cuda::CudaError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cannot load libcujax-no-such-library.so.1 (a test)"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("install it"), std::string::npos) << what;
+  }
+  void (*fn)() = nullptr;
+  cuda::Library nccl_lib("libnccl.so." + std::to_string(NCCL_MAJOR), "a test", "");
+  nccl_lib.resolve(fn, "ncclNoSuchFunction");
+  EXPECT_EQ(fn, nullptr);
+  try {
+    nccl_lib.check_resolved();
+    FAIL() << "a missing entry point went unreported";
+  } catch (const cuda::CudaError& e) {
+    EXPECT_NE(std::string(e.what()).find("lacks ncclNoSuchFunction"), std::string::npos)
+        << e.what();
   }
 }
 
