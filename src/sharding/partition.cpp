@@ -109,6 +109,19 @@ std::optional<std::vector<std::vector<int64_t>>> groups_of(
   return groups;
 }
 
+// The partitions that differ only in their tile of dimension d, one group per position on the
+// other dimensions, in d's tile order. `coords` (each partition's tile coordinates) is left with
+// dimension d zeroed: the key the groups were formed by.
+std::vector<std::vector<int64_t>> groups_along(std::vector<std::vector<int64_t>>& coords,
+                                               int64_t d) {
+  std::vector<std::vector<int64_t>> inner;
+  for (auto& c : coords) {
+    inner.push_back({c[d]});
+    c[d] = 0;
+  }
+  return *groups_of(coords, inner);  // every tile of d appears once per key: always even
+}
+
 class Partitioner {
  public:
   Partitioner(ir::Function& main, int64_t n) : main_(main), n_(n) {}
@@ -221,18 +234,13 @@ class Partitioner {
 
   // Makes x (sharded by `from`) whole along dimension d: all_gather within its tile groups.
   Value* gather_dim(Value* x, HloSharding& h, int64_t d) {
-    auto coords = all_coords(h);
-    std::vector<std::vector<int64_t>> key = coords, inner;
-    for (auto& c : key) {
-      inner.push_back({c[d]});
-      c[d] = 0;
-    }
-    auto groups = groups_of(key, inner);
+    std::vector<std::vector<int64_t>> key = all_coords(h);
+    const auto groups = groups_along(key, d);
     Type t = x->type;
     t.shape[d] *= h.tiles[d];
     auto op = ir::make_op("stablehlo.all_gather", {x}, {t});
     op->set_attr("all_gather_dim", Attribute::integer_attr(d, DType::I64));
-    collective_attrs(*op, *groups);
+    collective_attrs(*op, groups);
     Value* y = emit(std::move(op))->result();
     std::vector<int64_t> tiles = h.tiles;
     tiles[d] = 1;
@@ -245,12 +253,8 @@ class Partitioner {
   // the b-tile it will hold, instead of every partition gathering the whole array.
   Value* all_to_all(Value* x, HloSharding& h, int64_t a, int64_t b) {
     auto coords = all_coords(h);
-    std::vector<std::vector<int64_t>> key = coords, inner;
-    for (auto& c : key) {
-      inner.push_back({c[a]});
-      c[a] = 0;
-    }
-    auto groups = groups_of(key, inner);
+    std::vector<std::vector<int64_t>> key = coords;
+    const auto groups = groups_along(key, a);
     const int64_t k = h.tiles[a];
     Type t = x->type;
     t.shape[b] /= k;
@@ -259,7 +263,7 @@ class Partitioner {
     op->set_attr("split_dimension", Attribute::integer_attr(b, DType::I64));
     op->set_attr("concat_dimension", Attribute::integer_attr(a, DType::I64));
     op->set_attr("split_count", Attribute::integer_attr(k, DType::I64));
-    collective_attrs(*op, *groups);
+    collective_attrs(*op, groups);
     Value* y = emit(std::move(op))->result();
     std::vector<int64_t> tiles = h.tiles;
     tiles[b] = k;
