@@ -23,6 +23,22 @@ write_corpus() {
   cat "$src"/docs/*.md "$src"/README.md >"$1"
 }
 
+# losses_match ONE.csv OTHER.csv STEPS: metrics.csv files (step, train_loss, val_loss) with STEPS
+# rows each and one validation loss, OTHER's losses within 1e-4 relative of ONE's. Prints the
+# steps that differ.
+losses_match() {
+  awk -F, -v steps="$3" '
+    NR == FNR { if (FNR > 1) { want[$1] = $2; val[$1] = $3 } next }
+    FNR > 1 {
+      n++
+      d = $2 - want[$1]; if (d < 0) d = -d
+      if (d > 1e-4 * want[$1]) { printf "step %d: loss %s, one device %s\n", $1, $2, want[$1]; bad = 1 }
+      if ($3 != "nan") { d = $3 - val[$1]; if (d < 0) d = -d; if (d > 1e-4 * val[$1]) bad = 1; nv++ }
+    }
+    END { if (n != steps || nv != 1) { print "expected " steps " rows and 1 validation loss"; bad = 1 }
+          exit bad }' "$1" "$2"
+}
+
 finish() {
   if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
   echo "$1: all checks passed"

@@ -30,17 +30,7 @@ for mesh in data=2 data=2,model=2; do
   "$cujax" "${small[@]}" --mesh "$mesh" --out "$work/$mesh" >"$work/$mesh.log" 2>&1 ||
     { fail "--mesh $mesh run"; cat "$work/$mesh.log"; continue; }
   grep -q "^mesh: Mesh('data': 2" "$work/$mesh.log" || fail "--mesh $mesh did not print the mesh"
-  # Columns: step, train_loss, val_loss; five steps and the final validation loss.
-  awk -F, -v mesh="$mesh" '
-    NR == FNR { if (FNR > 1) { want[$1] = $2; val[$1] = $3 } next }
-    FNR > 1 {
-      n++
-      d = $2 - want[$1]; if (d < 0) d = -d
-      if (d > 1e-4 * want[$1]) { printf "step %d: loss %s, one device %s\n", $1, $2, want[$1]; bad = 1 }
-      if ($3 != "nan") { d = $3 - val[$1]; if (d < 0) d = -d; if (d > 1e-4 * val[$1]) bad = 1; nv++ }
-    }
-    END { if (n != 5 || nv != 1) { print "expected 5 rows and 1 validation loss"; bad = 1 }
-          exit bad }' "$work/one/metrics.csv" "$work/$mesh/metrics.csv" ||
+  losses_match "$work/one/metrics.csv" "$work/$mesh/metrics.csv" 5 ||
     fail "--mesh $mesh losses differ from one device's"
 done
 

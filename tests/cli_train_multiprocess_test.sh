@@ -51,16 +51,7 @@ check_run() {
   (cd "$(params "$run")" && find . -type f ! -name '_*' | sort | xargs sha256sum) >"$work/b.sums"
   cmp -s "$work/a.sums" "$work/b.sums" ||
     fail "$what: parameters differ from the one-process --mesh $mesh run's"
-  awk -F, '
-    NR == FNR { if (FNR > 1) { want[$1] = $2; val[$1] = $3 } next }
-    FNR > 1 {
-      n++
-      d = $2 - want[$1]; if (d < 0) d = -d
-      if (d > 1e-4 * want[$1]) { printf "step %d: loss %s, one device %s\n", $1, $2, want[$1]; bad = 1 }
-      if ($3 != "nan") { d = $3 - val[$1]; if (d < 0) d = -d; if (d > 1e-4 * val[$1]) bad = 1; nv++ }
-    }
-    END { if (n != '$steps' || nv != 1) { print "expected '$steps' rows and 1 validation loss"; bad = 1 }
-          exit bad }' "$work/one/metrics.csv" "$run/metrics.csv" ||
+  losses_match "$work/one/metrics.csv" "$run/metrics.csv" "$steps" ||
     fail "$what: losses differ from the one-device run's"
   "$checkpoint_diff" "$(params "$work/one")" "$(params "$run")" 1e-3 ||
     fail "$what: parameters differ from the one-device run's"
