@@ -9,13 +9,13 @@
 
 namespace cujax::runtime {
 
-namespace {
-
-std::string list(const std::vector<int>& v) {
+std::string group_string(const std::vector<int>& devices) {
   std::string s = "{";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < devices.size(); ++i) s += (i ? "," : "") + std::to_string(devices[i]);
   return s + "}";
 }
+
+namespace {
 
 template <class T>
 void put(std::vector<std::byte>& out, T v) {
@@ -102,7 +102,7 @@ void Communicator::fill_remote(Slot& slot, const std::tuple<int64_t, int64_t, in
   }
   if (peers.empty()) return;
   if (!transport_)
-    throw RuntimeError(where + ": group " + list(group) +
+    throw RuntimeError(where + ": group " + group_string(group) +
                        " spans processes but distributed::initialize() was not called");
   const auto [op, g, seq] = key;
   // Both sides derive the same tag from the instance; the payload's ranks are checked below.
@@ -119,7 +119,7 @@ void Communicator::fill_remote(Slot& slot, const std::tuple<int64_t, int64_t, in
           device_process_[group[rank]] != peers[i] || slot.arrived[rank])
         throw RuntimeError(where + ": process " + std::to_string(peers[i]) +
                            " sent operands for group rank " + std::to_string(rank) + " of group " +
-                           list(group) + ", which it does not run");
+                           group_string(group) + ", which it does not run");
       slot.parts[rank] = std::move(tensors);
       slot.arrived[rank] = true;
     }
@@ -127,7 +127,7 @@ void Communicator::fill_remote(Slot& slot, const std::tuple<int64_t, int64_t, in
   for (size_t r = 0; r < group.size(); ++r)
     if (!slot.arrived[r])
       throw RuntimeError(where + ": no operands arrived from device " + std::to_string(group[r]) +
-                         " of group " + list(group));
+                         " of group " + group_string(group));
 }
 
 std::shared_ptr<Gathered> Communicator::exchange(std::tuple<int64_t, int64_t, int64_t> key,
@@ -182,8 +182,8 @@ std::shared_ptr<Gathered> Communicator::exchange(std::tuple<int64_t, int64_t, in
           (slot->arrived[r] ? arrived : missing).push_back(group[r]);
         throw RuntimeError(where + ": collective timed out after " +
                            std::to_string(collective_timeout_seconds()) + " s in group " +
-                           list(group) + ": devices " + list(arrived) +
-                           " arrived, still waiting for " + list(missing) +
+                           group_string(group) + ": devices " + group_string(arrived) +
+                           " arrived, still waiting for " + group_string(missing) +
                            " (a deadlock: do all devices run the same collectives in the "
                            "same order?)");
       }

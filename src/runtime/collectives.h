@@ -83,6 +83,9 @@ class Communicator {
   std::string aborted_;
 };
 
+// A group of devices as messages name it: "{0,2,4}".
+std::string group_string(const std::vector<int>& devices);
+
 // (group rank, operands) entries <-> bytes for the transport: dtype, rank, dims, data of each.
 using RankedParts = std::vector<std::pair<int, std::vector<HostTensor>>>;
 std::vector<std::byte> serialize_parts(const RankedParts& parts);

@@ -23,12 +23,6 @@ std::optional<int64_t> module_int_attr(const ir::Module& module, std::string_vie
 
 namespace {
 
-std::string list(const std::vector<int>& v) {
-  std::string s = "{";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "}";
-}
-
 enum class Scope { Replica, Partition };  // what the ids of cross_replica/cross_partition name
 
 std::vector<std::vector<int64_t>> id_rows(const ir::Operation& op, const char* name) {
@@ -74,7 +68,8 @@ ProcessGroups make_groups(const ir::Operation& op, Compiler& cc,
       const int d = groups[g][r];
       if (pg.group_of[d] >= 0)
         unsupported(op, "device " + std::to_string(d) + " is in two process groups, " +
-                            list(groups[pg.group_of[d]]) + " and " + list(groups[g]));
+                            runtime::group_string(groups[pg.group_of[d]]) + " and " +
+                            runtime::group_string(groups[g]));
       pg.group_of[d] = static_cast<int>(g);
       pg.rank_of[d] = static_cast<int>(r);
     }
@@ -179,7 +174,7 @@ void check_same_types(const runtime::Gathered& g, const std::vector<int>& group,
         throw RuntimeError(where + ": operand " + std::to_string(i) + " is " +
                            g.parts[m][i].type_string() + " on device " + std::to_string(group[m]) +
                            " but " + first[i].type_string() + " on device " +
-                           std::to_string(group[0]) + " of group " + list(group));
+                           std::to_string(group[0]) + " of group " + runtime::group_string(group));
   }
 }
 
@@ -491,8 +486,9 @@ Kernel all_to_all_kernel(const ir::Operation& op, Compiler& cc) {
   const int64_t split_count = op.int_attr("split_count");
   for (const auto& group : m->pg.groups)
     if (static_cast<int64_t>(group.size()) != split_count)
-      unsupported(op, "split_count = " + std::to_string(split_count) + " but group " + list(group) +
-                          " has " + std::to_string(group.size()) + " devices");
+      unsupported(op, "split_count = " + std::to_string(split_count) + " but group " +
+                          runtime::group_string(group) + " has " + std::to_string(group.size()) +
+                          " devices");
   const size_t n = op.operands.size();
   return
       [m, split_dim, concat_dim, split_count, n](std::span<const HostTensor> in, ExecContext& ctx) {
@@ -548,6 +544,12 @@ Kernel process_id_kernel(const ir::Operation& op, Compiler& cc) {
 }
 
 }  // namespace
+
+bool is_collective(std::string_view op_name) {
+  return op_name == "stablehlo.all_reduce" || op_name == "stablehlo.all_gather" ||
+         op_name == "stablehlo.reduce_scatter" || op_name == "stablehlo.all_to_all" ||
+         op_name == "stablehlo.collective_permute" || op_name == "stablehlo.collective_broadcast";
+}
 
 ProcessGroups collective_process_groups(const ir::Operation& op, Compiler& cc) {
   if (op.name == "stablehlo.collective_permute") return scoped_groups(op, cc, {});

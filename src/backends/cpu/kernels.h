@@ -123,6 +123,10 @@ void register_linalg_kernels(KernelRegistry& r);       // dot_general, convoluti
 void register_random_kernels(KernelRegistry& r);       // rng_bit_generator
 void register_collective_kernels(KernelRegistry& r);   // all_reduce, all_gather, ..., partition_id
 
+// Whether the op exchanges data between devices (all_reduce, all_gather, reduce_scatter,
+// all_to_all, collective_permute, collective_broadcast).
+bool is_collective(std::string_view op_name);
+
 // A collective op's process groups of logical devices (replica_id * num_partitions +
 // partition_id), as the spec's cross_replica, cross_partition, cross_replica_and_partition and
 // flattened_ids strategies derive them from replica_groups, channel_handle and

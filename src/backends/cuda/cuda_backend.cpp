@@ -331,10 +331,7 @@ bool has_nested_collective(const ir::Operation& op) {
   for (const auto& region : op.regions)
     for (const auto& block : region->blocks)
       for (const auto& inner : block->ops)
-        if (inner->name.starts_with("stablehlo.all_") ||
-            inner->name == "stablehlo.reduce_scatter" ||
-            inner->name.starts_with("stablehlo.collective_") || has_nested_collective(*inner))
-          return true;
+        if (cpu::is_collective(inner->name) || has_nested_collective(*inner)) return true;
   return false;
 }
 

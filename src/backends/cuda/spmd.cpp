@@ -31,12 +31,6 @@ namespace cujax::cuda {
 
 namespace {
 
-std::string list(const std::vector<int>& v) {
-  std::string s = "{";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "}";
-}
-
 // One NCCL communicator per member of a process group (global device ids) that runs in this
 // process, made together: ncclCommInitRank blocks until every rank has joined.
 class CommGroup {
@@ -54,7 +48,7 @@ class CommGroup {
     if (processes.size() > 1) {
       runtime::Transport* transport = runtime::distributed_transport();
       if (!transport)
-        throw Error("NCCL group " + list(members) +
+        throw Error("NCCL group " + runtime::group_string(members) +
                     " spans processes: call distributed::initialize() first");
       std::vector<int> peers;
       for (int p : processes)
@@ -73,8 +67,8 @@ class CommGroup {
           transport->exchange(tag, peers, payload, runtime::collective_timeout_seconds());
       if (me != root) {
         if (got.empty() || got[0].size() != sizeof id)
-          throw RuntimeError("NCCL group " + list(members) + ": process " + std::to_string(root) +
-                             " sent no unique id");
+          throw RuntimeError("NCCL group " + runtime::group_string(members) + ": process " +
+                             std::to_string(root) + " sent no unique id");
         std::memcpy(&id, got[0].data(), sizeof id);
       }
     }
@@ -199,12 +193,6 @@ std::pair<ncclDataType_t, ncclRedOp_t> nccl_reduction(const ir::Operation& op, D
   return {*type, it->second};
 }
 
-bool is_collective(const std::string& name) {
-  return name == "stablehlo.all_reduce" || name == "stablehlo.all_gather" ||
-         name == "stablehlo.reduce_scatter" || name == "stablehlo.all_to_all" ||
-         name == "stablehlo.collective_permute" || name == "stablehlo.collective_broadcast";
-}
-
 // Runs `enqueue` between ncclGroupStart/End (so its sends and receives pair up) and between
 // the device's timing events.
 template <class F>
@@ -255,7 +243,7 @@ class Collectives {
         return std::vector<DeviceArray>{*value};
       };
     }
-    if (!is_collective(op.name)) return {};
+    if (!cpu::is_collective(op.name)) return {};
     for (const ir::Value* v : op.operands)
       if (v->type.is_token || v->type.rank() >= index::kMaxRank)
         cpu::unsupported(
@@ -516,7 +504,7 @@ std::vector<std::vector<int>> groups_used(const ir::Module& module, const ir::Fu
   const int me = distributed::process_index();
   for (const auto& block : fn.body.blocks)
     for (const auto& op : block->ops) {
-      if (!is_collective(op->name)) continue;
+      if (!cpu::is_collective(op->name)) continue;
       for (const auto& group : cpu::collective_process_groups(*op, cc).groups) {
         std::vector<int> members;
         bool here = false;
