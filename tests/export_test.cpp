@@ -614,9 +614,16 @@ void expect_first_calls_fast(const std::vector<double>& firsts, const std::vecto
 }
 
 // Compiling uses up the thread's time slice; a pause lets the first call start with a fresh one
-// (a server's first request comes some time after its compile, too).
+// (a server's first request comes some time after its compile, too). Every timed call gets the
+// same pause: on a loaded machine waking from one costs milliseconds, which back-to-back calls
+// would not pay, and the first call alone paying it is what made the comparison flaky.
 void settle() {
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+double settled_call_ms(const std::function<void()>& call) {
+  settle();
+  return call_ms(call);
 }
 
 TEST(Aot, CompiledFirstCallDoesNoTracingOrCompilation) {
@@ -638,9 +645,8 @@ TEST(Aot, CompiledFirstCallDoesNoTracingOrCompilation) {
     auto call = [&] {
       std::get<0>(compiled(in.params, in.x, in.labels, in.gate)).block_until_ready();
     };
-    settle();
-    firsts.push_back(call_ms(call));
-    for (int i = 0; i < 5; ++i) steady.push_back(call_ms(call));
+    firsts.push_back(settled_call_ms(call));
+    for (int i = 0; i < 5; ++i) steady.push_back(settled_call_ms(call));
     EXPECT_EQ(traces, 1);
     EXPECT_EQ(global_compile_count(), before + 1);
   }
@@ -659,9 +665,8 @@ TEST(Aot, ExportedFirstCallAfterCompileDoesNoCompilation) {
     EXPECT_EQ(global_compile_count(), before + 1);
     const Exported copy = exp;  // copies share the compiled program
     auto call = [&] { copy.call(in.params, in.x, in.labels, in.gate)[0].block_until_ready(); };
-    settle();
-    firsts.push_back(call_ms(call));
-    for (int i = 0; i < 5; ++i) steady.push_back(call_ms(call));
+    firsts.push_back(settled_call_ms(call));
+    for (int i = 0; i < 5; ++i) steady.push_back(settled_call_ms(call));
     EXPECT_EQ(global_compile_count(), before + 1);
   }
   expect_first_calls_fast(firsts, steady);
