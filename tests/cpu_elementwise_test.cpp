@@ -69,7 +69,7 @@ std::vector<HostTensor> run_op_all(const std::string& name, const std::vector<Ho
   f.entry().push_back(ir::make_op("func.return", rs, {}));
   f.result_types = results;
   auto exe = runtime::get_backend("cpu").compile(m);
-  return exe->execute(inputs);
+  return exe->execute_on_host(inputs);
 }
 
 HostTensor run_op(const std::string& name, const std::vector<HostTensor>& inputs, DType out,
@@ -767,7 +767,7 @@ TEST(CpuElementwise, WrongRuntimeInputIsARuntimeError) {
   auto exe = runtime::get_backend("cpu").compile(m);
   const std::vector<HostTensor> wrong = {vec<float>({1.0f, 2.0f, 3.0f})};
   try {
-    exe->execute(wrong);
+    exe->execute_on_host(wrong);
     FAIL() << "expected a RuntimeError";
   } catch (const RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("stablehlo.exponential"), std::string::npos) << e.what();

@@ -29,7 +29,7 @@ std::vector<HostTensor> run(const std::string& text, const std::vector<HostTenso
   cpu::set_fusion_enabled(fused);
   auto module = ir::parse_module(text);
   auto exe = runtime::get_backend("cpu").compile(*module, "main");
-  auto out = exe->execute(args);
+  auto out = exe->execute_on_host(args);
   cpu::set_fusion_enabled(true);
   return out;
 }

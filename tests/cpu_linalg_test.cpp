@@ -39,7 +39,7 @@ HostTensor run_op(const std::string& name, const std::vector<HostTensor>& inputs
   f.entry().push_back(ir::make_op("func.return", {r}, {}));
   f.result_types = {result};
   auto exe = runtime::get_backend("cpu").compile(m);
-  return exe->execute(inputs).at(0);
+  return exe->execute_on_host(inputs).at(0);
 }
 
 // Row-major multi-index helpers.

@@ -44,7 +44,7 @@ RngResult rng(const std::string& algorithm, const std::vector<uint64_t>& state, 
   f.result_types = {o->result(0)->type, o->result(1)->type};
   f.entry().push_back(ir::make_op("func.return", {o->result(0), o->result(1)}, {}));
   const std::vector<HostTensor> args{HostTensor::from_vector(state, {n})};
-  auto out = runtime::get_backend("cpu").compile(m)->execute(args);
+  auto out = runtime::get_backend("cpu").compile(m)->execute_on_host(args);
   return {out.at(0).to_vector<uint64_t>(), out.at(1)};
 }
 

@@ -92,7 +92,7 @@ class OneOp {
       fn_.result_types.push_back(r->type);
     }
     fn_.entry().push_back(ir::make_op("func.return", rs, {}));
-    return runtime::get_backend("cpu").compile(module_)->execute(inputs_);
+    return runtime::get_backend("cpu").compile(module_)->execute_on_host(inputs_);
   }
 
  private:

@@ -116,13 +116,13 @@ class CudaVsCpu : public ::testing::Test {
         "func.func @main(" + sig + ") -> " + type_str(rshape, rtype) + " {\n" + body + "\n}\n";
     SCOPED_TRACE(text);
     auto module = ir::parse_module(text);
-    const auto cpu = runtime::get_backend("cpu").compile(*module)->execute(args);
+    const auto cpu = runtime::get_backend("cpu").compile(*module)->execute_on_host(args);
     ASSERT_EQ(cpu.size(), 1u);
     EXPECT_EQ(cuda::host_steps(*cuda::compile_program(*module, *module->lookup("main"), nullptr)),
               host_ops);
     const std::string why = runtime::unavailable_reason("cuda");
     if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
-    const auto cuda = runtime::get_backend("cuda").compile(*module)->execute(args);
+    const auto cuda = runtime::get_backend("cuda").compile(*module)->execute_on_host(args);
     ASSERT_EQ(cuda.size(), 1u);
     expect_same(cuda[0], cpu[0], rtol < 0 ? default_rtol(rtype) : rtol, atol, text);
   }
@@ -479,11 +479,11 @@ TEST(CudaSpmd, EveryCollectiveMatchesCpu) {
          random_tensor(DType::F32, {2, 4 * n}, rng), random_tensor(DType::F32, {2, 2 * n}, rng)};
   std::vector<int> ids(n);
   for (int d = 0; d < n; ++d) ids[d] = d;
-  const auto cpu = runtime::compile_spmd(runtime::get_backend("cpu"), *module, ids)->execute(args);
+  const auto cpu = runtime::compile_spmd(runtime::get_backend("cpu"), *module, ids)->execute_on_host(args);
   const std::string why = runtime::unavailable_reason("cuda");
   if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
   auto exe = runtime::compile_spmd(runtime::get_backend("cuda"), *module, ids);
-  const auto cuda = exe->execute(args);
+  const auto cuda = exe->execute_on_host(args);
   ASSERT_EQ(cuda.size(), cpu.size());
   for (int d = 0; d < n; ++d) {
     ASSERT_EQ(cuda[d].size(), cpu[d].size());
@@ -493,7 +493,7 @@ TEST(CudaSpmd, EveryCollectiveMatchesCpu) {
   }
   EXPECT_GT(exe->last_stats().collective_seconds, 0.0);
   // A second execute reuses the communicators and gives the same results.
-  const auto again = exe->execute(args);
+  const auto again = exe->execute_on_host(args);
   for (int d = 0; d < n; ++d)
     for (size_t r = 0; r < cpu[d].size(); ++r)
       expect_same(again[d][r], cuda[d][r], 0, 0, "again: result " + std::to_string(r));

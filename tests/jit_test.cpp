@@ -240,10 +240,12 @@ TEST(Async, DispatchReturnsBeforeTheResultIsReady) {
 
 class FailingExecutable final : public runtime::Executable {
  public:
-  std::vector<HostTensor> execute(std::span<const HostTensor>,
-                                  const runtime::ExecuteOptions&) override {
+  std::vector<runtime::DeviceBuffer> execute(std::vector<runtime::DeviceBuffer>,
+                                             const runtime::ExecuteOptions&) override {
     throw RuntimeError("index out of range");
   }
+  const runtime::Backend& backend() const override { return runtime::get_backend("cpu"); }
+  int device() const override { return 0; }
 };
 
 TEST(Async, ErrorsSurfaceAtTheNextWaitNamingTheOp) {

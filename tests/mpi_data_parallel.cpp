@@ -83,7 +83,7 @@ bool check_collectives(int rank, int local, int devices) {
     const int d = rank * local + l;
     args.push_back({HostTensor::from_vector(std::vector<int32_t>{value(d, 0), value(d, 1)}, {2})});
   }
-  const auto out = exe->execute(args);
+  const auto out = exe->execute_on_host(args);
   for (int l = 0; l < local; ++l) {
     const int d = rank * local + l;
     std::vector<int32_t> gathered;
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
         args.push_back({w, b, dp_test::batch_x(d * per_device, per_device),
                         dp_test::batch_y(d * per_device, per_device)});
       }
-      const auto out = spmd->execute(args);
+      const auto out = spmd->execute_on_host(args);
       for (int l = 1; l < local; ++l)
         for (int k = 0; k < 3; ++k)
           if (std::memcmp(out[l][k].data(), out[0][k].data(), out[0][k].nbytes()) != 0) {
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
       b = out[0][1];
       loss = out[0][2].data_as<float>()[0];
       const HostTensor ref_args[] = {rw, rb, full_x, full_y};
-      const auto r = ref->execute(ref_args);
+      const auto r = ref->execute_on_host(ref_args);
       rw = r[0];
       rb = r[1];
       ref_loss = r[2].data_as<float>()[0];

@@ -55,7 +55,7 @@ std::vector<std::vector<HostTensor>> run(const std::string& text,
                                          std::vector<int> devices = iota(kDevices)) {
   auto m = ir::parse_module(text);
   auto exe = compile_spmd(get_backend("cpu"), *m, devices);
-  return exe->execute(args);
+  return exe->execute_on_host(args);
 }
 
 template <class T>
@@ -429,7 +429,7 @@ TEST(Errors, CollectiveOutsideSpmdNeedsCompileSpmd) {
   auto m = ir::parse_module(text);
   auto exe = get_backend("cpu").compile(*m, "main");
   const HostTensor x(DType::F32, {4});
-  expect_error([&] { exe->execute({&x, 1}); }, "run the program with runtime::compile_spmd");
+  expect_error([&] { exe->execute_on_host({&x, 1}); }, "run the program with runtime::compile_spmd");
 }
 
 TEST(AllReduce, ManySmallOnesInALoopTimed) {
@@ -460,7 +460,7 @@ TEST(AllReduce, ManySmallOnesInALoopTimed) {
   for (int d = 0; d < kDevices; ++d) args.push_back({tensor(std::vector<float>{1.0f * d}, {})});
   auto m = ir::parse_module(text);
   auto exe = compile_spmd(get_backend("cpu"), *m, iota(kDevices));
-  const auto out = exe->execute(args);
+  const auto out = exe->execute_on_host(args);
   // max over devices then +0.5, 1000 times, starting from max = 7.
   for (int d = 0; d < kDevices; ++d) EXPECT_EQ(out[d][0].data_as<float>()[0], 7.0f + 500.0f);
   std::printf("1000 scalar all_reduces across %d devices: %.1f us each\n", kDevices,
@@ -482,11 +482,11 @@ TEST(AllReduce, OneMillionF32AcrossEightDevicesTimed) {
         {n})});
   auto m = ir::parse_module(text);
   auto exe = compile_spmd(get_backend("cpu"), *m, iota(kDevices));
-  exe->execute(args);  // warm up
+  exe->execute_on_host(args);  // warm up
   double best = 1e9, collective = 0;
   std::vector<std::vector<HostTensor>> out;
   for (int rep = 0; rep < 5; ++rep) {
-    out = exe->execute(args);
+    out = exe->execute_on_host(args);
     if (exe->last_stats().seconds < best) {
       best = exe->last_stats().seconds;
       collective = exe->last_stats().collective_seconds;
@@ -521,12 +521,12 @@ TEST(DataParallel, EightDevicesMatchTheFullBatchRun) {
     for (int d = 0; d < kDevices; ++d)
       args.push_back({w, b, dp_test::batch_x(d * per_device, per_device),
                       dp_test::batch_y(d * per_device, per_device)});
-    const auto out = spmd->execute(args);
+    const auto out = spmd->execute_on_host(args);
     for (int d = 1; d < kDevices; ++d) expect_bits(out[d][0], out[0][0].to_vector<float>(), "w");
     w = out[0][0];
     b = out[0][1];
     const HostTensor ref_args[] = {rw, rb, x, y};
-    const auto r = ref->execute(ref_args);
+    const auto r = ref->execute_on_host(ref_args);
     rw = r[0];
     rb = r[1];
     EXPECT_NEAR(out[0][2].data_as<float>()[0], r[2].data_as<float>()[0], 1e-5) << step;
@@ -561,9 +561,9 @@ TEST(Concurrency, DevicesRunHeavyKernelsAtOnceLikeOneDevice) {
   auto spmd = compile_spmd(get_backend("cpu"), *m, iota(kDevices));
   auto single = get_backend("cpu").compile(*m, "main");
   for (int rep = 0; rep < 3; ++rep) {
-    const auto out = spmd->execute(args);
+    const auto out = spmd->execute_on_host(args);
     for (int d = 0; d < kDevices; ++d) {
-      const auto want = single->execute(args[d]);
+      const auto want = single->execute_on_host(args[d]);
       for (size_t k = 0; k < want.size(); ++k)
         expect_bits(out[d][k], want[k].to_vector<float>(),
                     "device " + std::to_string(d) + " result " + std::to_string(k));

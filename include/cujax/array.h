@@ -87,6 +87,14 @@ class Array {
   // Devices and placement: "cpu:0".
   std::vector<std::string> devices() const;
   std::string sharding() const;
+  // Whether the array was placed on its device on purpose (device_put to a device, or computed
+  // from such arrays): JAX's committed arrays.
+  bool committed() const;
+  // Whether the array was donated to a jitted call (its buffer is gone).
+  bool is_deleted() const;
+  // The address of the array's memory on its device (waits for the producing call to be
+  // enqueued): tests use it to see a donated buffer reused in place.
+  uintptr_t unsafe_buffer_pointer() const;
 
   // Internals used by tracing and dispatch.
   const std::shared_ptr<ArrayImpl>& impl() const { return impl_; }
@@ -99,7 +107,11 @@ class Array {
   std::shared_ptr<ArrayImpl> impl_;
 };
 
-// Concrete arrays from host data.
+// The value of `x` on the host: an explicit device-to-host transfer (jax.device_get), where
+// to_host() and item() are implicit ones for the transfer guard.
+HostTensor device_get(const Array& x);
+
+// Concrete arrays from host data (explicit host-to-device transfers).
 Array array(const HostTensor& value, bool weak_type = false);
 template <class T>
 Array array(const std::vector<T>& values, Shape shape) {

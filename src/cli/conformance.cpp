@@ -50,7 +50,7 @@ FileResult run_conformance_file(const std::string& path, const std::string& plat
       ++checks;
       if (!c.passed && result.reason.empty()) result.reason = "failed " + c.name + ": " + c.message;
     };
-    exe->execute({}, options);
+    exe->execute({}, options);  // conformance programs take no arguments
     if (checks == 0 && result.reason.empty()) result.reason = "program has no check.* calls";
   } catch (const UnsupportedError& e) {
     return {path, std::string("unsupported: ") + e.what()};

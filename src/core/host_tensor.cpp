@@ -98,6 +98,17 @@ HostTensor HostTensor::from_bytes(DType dtype, Shape shape, std::span<const std:
   return t;
 }
 
+HostTensor HostTensor::from_storage(DType dtype, Shape shape, std::shared_ptr<void> storage) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.size_ = num_elements(t.shape_);
+  if (!storage && t.size_ > 0)
+    throw Error("HostTensor::from_storage: no storage for " + t.type_string());
+  t.storage_ = std::shared_ptr<std::byte[]>(storage, static_cast<std::byte*>(storage.get()));
+  return t;
+}
+
 HostTensor HostTensor::reshaped(Shape shape) const {
   if (num_elements(shape) != size_)
     throw Error("reshape: cannot view " + type_string() + " as shape " + shape_to_string(shape));

@@ -40,13 +40,30 @@ bool spin_until(Done done, std::chrono::microseconds limit) {
 
 }  // namespace
 
-Buffer::Buffer(HostTensor ready_value) : ready_(true), value_(std::move(ready_value)) {}
+DeviceBuffer DeviceBuffer::on_cpu(HostTensor value, int device) {
+  DeviceBuffer b;
+  b.dtype = value.dtype();
+  b.shape = value.shape();
+  b.data = value.storage();
+  b.platform = "cpu";
+  b.device = device;
+  return b;
+}
 
-void Buffer::set_value(HostTensor value) {
+HostTensor DeviceBuffer::as_host_tensor() const {
+  if (platform != "cpu")
+    throw Error("a " + std::string(mlir_name(dtype)) + shape_to_string(shape) + " buffer on " +
+                device_name() + " is not in host memory; copy it to the host first");
+  return HostTensor::from_storage(dtype, shape, data);
+}
+
+Buffer::Buffer(DeviceBuffer ready_value) : has_value_(true), value_(std::move(ready_value)) {}
+
+void Buffer::set_value(DeviceBuffer value) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     value_ = std::move(value);
-    ready_ = true;
+    has_value_ = true;
   }
   cv_.notify_all();
 }
@@ -56,19 +73,21 @@ void Buffer::set_error(std::exception_ptr error, std::string what) {
     std::lock_guard<std::mutex> lock(mu_);
     error_ = std::move(error);
     error_what_ = std::move(what);
-    ready_ = true;
+    has_value_ = true;
   }
   cv_.notify_all();
 }
 
 bool Buffer::is_ready() const {
-  return ready_.load(std::memory_order_acquire);
+  if (!has_value()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_ || !value_.ready || value_.ready->is_ready();
 }
 
-const HostTensor& Buffer::wait() const {
-  spin_until([this] { return ready_.load(std::memory_order_acquire); }, kWaiterSpin);
+const DeviceBuffer& Buffer::wait() const {
+  spin_until([this] { return has_value_.load(std::memory_order_acquire); }, kWaiterSpin);
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return ready_.load(std::memory_order_relaxed); });
+  cv_.wait(lock, [this] { return has_value_.load(std::memory_order_relaxed); });
   if (error_) {
     try {
       std::rethrow_exception(error_);
@@ -76,7 +95,21 @@ const HostTensor& Buffer::wait() const {
       throw RuntimeError(error_what_ + ": " + e.what());
     }
   }
+  if (!taken_.empty()) throw Error(taken_);
   return value_;
+}
+
+const DeviceBuffer& Buffer::block_until_ready() const {
+  const DeviceBuffer& v = wait();
+  if (v.ready) v.ready->wait();
+  return v;
+}
+
+DeviceBuffer Buffer::take(std::string why) {
+  wait();
+  std::lock_guard<std::mutex> lock(mu_);
+  taken_ = std::move(why);
+  return std::move(value_);
 }
 
 DeviceQueue::DeviceQueue() : worker_([this] { work(); }) {}
@@ -99,6 +132,22 @@ void DeviceQueue::enqueue(std::function<void()> task) {
   cv_.notify_one();
 }
 
+bool DeviceQueue::begin_inline() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_task_ || !tasks_.empty()) return false;
+  running_task_ = true;
+  return true;
+}
+
+void DeviceQueue::end_inline() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_task_ = false;
+  }
+  cv_.notify_one();  // tasks enqueued meanwhile waited for this one
+  idle_cv_.notify_all();
+}
+
 void DeviceQueue::synchronize() {
   std::unique_lock<std::mutex> lock(mu_);
   idle_cv_.wait(lock, [this] { return tasks_.empty() && !running_task_; });
@@ -110,8 +159,9 @@ void DeviceQueue::work() {
     spin_until([this] { return queued_.load(std::memory_order_acquire) > 0; }, kWorkerSpin);
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping, and nothing left to run
+      cv_.wait(lock, [this] { return stopping_ || (!tasks_.empty() && !running_task_); });
+      if (tasks_.empty()) return;   // stopping, and nothing left to run
+      if (running_task_) continue;  // stopping while a caller runs a task inline
       task = std::move(tasks_.front());
       tasks_.pop_front();
       queued_.store(tasks_.size(), std::memory_order_relaxed);

@@ -422,30 +422,56 @@ void host_place(HostTensor& dst, const HostTensor& piece,
 
 Array device_put(const Array& x, const Sharding& sharding) {
   if (x.is_tracer()) return with_sharding_constraint(x, sharding);
-  const HostTensor& h = x.buffer()->wait();
+  const auto devices = sharding.device_ids();
+  const int num_devices = static_cast<int>(distributed::global_device_ids().size());
+  for (int d : devices)
+    if (d < 0 || d >= num_devices)
+      throw Error("device_put: device cpu:" + std::to_string(d) + " does not exist (" +
+                  std::to_string(num_devices) +
+                  " cpu devices; set CUJAX_NUM_CPU_DEVICES or runtime::set_num_cpu_devices)");
+  if (sharding.kind() == Sharding::Kind::SingleDevice) return device_put(x, "cpu", devices[0]);
+  sharding.hlo(x.shape());  // the errors for a spec that does not fit
+  const runtime::DeviceBuffer& value = x.buffer()->wait();
+  const HostTensor h = value.platform == "cpu"
+                           ? value.as_host_tensor()
+                           : runtime::transfer_to_host(value, true, x.aval().str());
   auto impl = std::make_shared<ArrayImpl>();
   impl->aval = x.aval();
-  const auto devices = sharding.device_ids();
-  impl->device = "cpu:" + std::to_string(devices[0]);
-  if (sharding.kind() == Sharding::Kind::SingleDevice) {
-    impl->buffer = std::make_shared<runtime::Buffer>(h);
-    return Array(impl);
-  }
-  sharding.hlo(x.shape());  // the errors for a spec that does not fit
+  impl->device_id = devices[0];
+  impl->committed = true;
   impl->sharding = std::make_shared<Sharding>(sharding);
   // Other processes' shards stay empty: they hold them.
   impl->shards.resize(devices.size());
   for (int64_t p : sharding.addressable_partitions())
-    impl->shards[p] =
-        std::make_shared<runtime::Buffer>(host_slice(h, sharding.shard_index(x.shape(), p)));
+    impl->shards[p] = std::make_shared<runtime::Buffer>(runtime::DeviceBuffer::on_cpu(
+        host_slice(h, sharding.shard_index(x.shape(), p)), devices[p]));
+  return Array(impl);
+}
+
+Array device_put(const Array& x, const std::string& platform, int device) {
+  if (x.is_tracer()) throw ConcretizationError("device_put of a traced array to a device");
+  if (x.impl()->sharding) return device_put(array(x.to_host(), x.weak_type()), platform, device);
+  const runtime::Backend& backend = runtime::get_backend(platform);  // says why it cannot start
+  const auto devices = backend.devices();
+  if (platform != "cpu" && (device < 0 || device >= static_cast<int>(devices.size())))
+    throw Error("device_put: device " + platform + ":" + std::to_string(device) +
+                " does not exist (" + std::to_string(devices.size()) + " " + platform +
+                " devices)");
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = x.aval();
+  impl->platform = platform;
+  impl->device_id = device;
+  impl->committed = true;
+  const runtime::DeviceBuffer& value = x.buffer()->wait();
+  impl->buffer = std::make_shared<runtime::Buffer>(
+      runtime::transfer_between(value, platform, device, true, x.aval().str()));
   return Array(impl);
 }
 
 Sharding sharding_of(const Array& x) {
   if (x.is_tracer()) throw ConcretizationError("a traced array has no sharding");
   if (x.impl()->sharding) return *x.impl()->sharding;
-  const std::string& d = x.impl()->device;
-  return SingleDeviceSharding(std::stoi(d.substr(d.find(':') + 1)));
+  return SingleDeviceSharding(x.impl()->device_id);
 }
 
 std::vector<Shard> addressable_shards(const Array& x) {
@@ -462,8 +488,10 @@ std::vector<Shard> addressable_shards(const Array& x) {
     auto impl = std::make_shared<ArrayImpl>();
     impl->buffer = x.impl()->shards[p];
     impl->aval = x.aval();
-    impl->aval.shape = impl->buffer->wait().shape();
-    impl->device = "cpu:" + std::to_string(devices[p]);
+    impl->aval.shape = impl->buffer->wait().shape;
+    impl->platform = x.impl()->platform;
+    impl->device_id = devices[p];
+    impl->committed = true;
     out.push_back({devices[p], s.shard_index(x.shape(), p), Array(impl)});
   }
   return out;

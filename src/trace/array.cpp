@@ -4,6 +4,7 @@
 
 #include "cujax/distributed.h"
 #include "cujax/ir/ir.h"
+#include "cujax/runtime/backend.h"
 #include "cujax/runtime/buffer.h"
 #include "cujax/sharding.h"
 #include "cujax/trace/trace.h"
@@ -70,11 +71,18 @@ std::shared_ptr<runtime::Buffer> Array::buffer() const {
     HostTensor global(dtype(), shape());
     std::set<std::vector<int64_t>> tiles;
     for (size_t p = 0; p < impl_->shards.size(); ++p)
-      if (impl_->shards[p] && tiles.insert(h.coords(static_cast<int64_t>(p))).second)
-        host_place(global, impl_->shards[p]->wait(), impl_->sharding->shard_index(shape(), p));
+      if (impl_->shards[p] && tiles.insert(h.coords(static_cast<int64_t>(p))).second) {
+        const runtime::DeviceBuffer& shard = impl_->shards[p]->wait();
+        host_place(global,
+                   shard.platform == "cpu"
+                       ? shard.as_host_tensor()
+                       : runtime::transfer_to_host(shard, false, "a shard of " + aval().str()),
+                   impl_->sharding->shard_index(shape(), p));
+      }
     if (static_cast<int64_t>(tiles.size()) * h.replicas != h.num_partitions())
       throw Error(not_addressable_message(*impl_));
-    impl_->buffer = std::make_shared<runtime::Buffer>(std::move(global));
+    impl_->buffer = std::make_shared<runtime::Buffer>(
+        runtime::DeviceBuffer::on_cpu(std::move(global), impl_->device_id));
   }
   if (!impl_->buffer)
     throw Error("an abstract " + aval().str() +
@@ -86,9 +94,9 @@ const Array& Array::block_until_ready() const {
   if (is_tracer()) return *this;
   if (impl_->sharding && !impl_->donated) {
     for (const auto& b : impl_->shards)
-      if (b) b->wait();
+      if (b) b->block_until_ready();
   } else {
-    buffer()->wait();
+    buffer()->block_until_ready();
   }
   return *this;
 }
@@ -110,8 +118,25 @@ HostTensor Array::to_host() const {
         ", " + tracer_origin(*impl_) +
         ". Inside jit, arrays are traced with their shape and dtype only; a host copy needs "
         "the value. Return the array from the jitted function, or make the argument static.");
-  detail::note_implicit_transfer(aval().str());
-  return buffer()->wait();
+  return runtime::transfer_to_host(buffer()->wait(), false, aval().str());
+}
+
+HostTensor device_get(const Array& x) {
+  if (x.is_tracer()) return x.to_host();  // the ConcretizationError
+  return runtime::transfer_to_host(x.buffer()->wait(), true, x.aval().str());
+}
+
+uintptr_t Array::unsafe_buffer_pointer() const {
+  return reinterpret_cast<uintptr_t>(buffer()->wait().data.get());
+}
+
+bool Array::is_deleted() const {
+  return impl_ && !is_tracer() && impl_->donated;
+}
+
+bool Array::committed() const {
+  if (is_tracer()) throw ConcretizationError("a traced array is not placed on a device");
+  return impl_->committed;
 }
 
 void Array::check_host_type(DType requested, const char* what) const {
@@ -143,7 +168,7 @@ Array::operator bool() const {
 
 std::vector<std::string> Array::devices() const {
   if (is_tracer()) throw ConcretizationError("a traced array has no devices");
-  if (!impl_->sharding) return {impl_->device};
+  if (!impl_->sharding) return {impl_->platform + ":" + std::to_string(impl_->device_id)};
   std::vector<std::string> names;
   for (int d : impl_->sharding->device_ids()) names.push_back("cpu:" + std::to_string(d));
   return names;
@@ -152,13 +177,14 @@ std::vector<std::string> Array::devices() const {
 std::string Array::sharding() const {
   if (is_tracer()) throw ConcretizationError("a traced array has no sharding");
   if (impl_->sharding) return impl_->sharding->str();
-  return "SingleDeviceSharding(" + impl_->device + ")";
+  return "SingleDeviceSharding(" + impl_->platform + ":" + std::to_string(impl_->device_id) + ")";
 }
 
 Array array(const HostTensor& value, bool weak_type) {
   auto impl = std::make_shared<ArrayImpl>();
   impl->aval = ShapeDtype{value.shape(), value.dtype(), weak_type};
-  impl->buffer = std::make_shared<runtime::Buffer>(value);
+  impl->buffer = std::make_shared<runtime::Buffer>(
+      runtime::transfer_to_device(value, impl->platform, impl->device_id, true, impl->aval.str()));
   return Array(impl);
 }
 

@@ -172,7 +172,8 @@ Signature JitCore::signature(const std::string& structure, const std::vector<Arr
       for (int d : sharding->device_ids()) sig.key += "," + std::to_string(d);
     }
     if (is_static) {
-      const HostTensor& h = leaves[i].buffer()->wait();
+      const HostTensor h = runtime::transfer_to_host(leaves[i].buffer()->wait(), false,
+                                                     "static argument " + paths[i]);
       sig.key += "=" + std::to_string(std::hash<std::string_view>{}(
                            std::string_view(static_cast<const char*>(h.data()), h.nbytes())));
     }
@@ -394,7 +395,7 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
   if (!program->spmd) program->executable = runtime::get_backend(platform).compile(*module, "main");
   // Start the queue dispatch() runs programs on: creating its thread can take milliseconds on a
   // loaded machine, and an ahead-of-time compiled program's first call should only dispatch.
-  runtime::device_queue("cpu", 0);
+  runtime::device_queue(platform, 0);
   program->compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++compiles;
@@ -429,7 +430,7 @@ namespace {
 std::vector<Array> execute_spmd(const CompiledProgram& program, const std::vector<Array>& inputs) {
   const std::vector<int>& devices = program.devices;
   const std::vector<int> local = program.spmd->local_devices();
-  std::vector<std::vector<HostTensor>> args(local.size());
+  std::vector<std::vector<runtime::DeviceBuffer>> args(local.size());
   std::optional<Mesh> mesh;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& impl = inputs[i].impl();
@@ -441,13 +442,17 @@ std::vector<Array> execute_spmd(const CompiledProgram& program, const std::vecto
       for (size_t k = 0; k < local.size(); ++k) args[k].push_back(impl->shards[local[k]]->wait());
       continue;
     }
-    const HostTensor& whole = inputs[i].buffer()->wait();
+    // Resharded through the host: the global value, sliced per device.
+    const HostTensor whole = runtime::transfer_to_host(
+        inputs[i].buffer()->wait(), false, "argument " + std::to_string(i) + " to reshard");
     const Sharding s = GSPMDSharding(devices, want);
+    const std::string platform(program.platform);
     for (size_t k = 0; k < local.size(); ++k)
-      args[k].push_back(
-          want.is_replicated() ? whole : host_slice(whole, s.shard_index(whole.shape(), local[k])));
+      args[k].push_back(runtime::transfer_to_device(
+          want.is_replicated() ? whole : host_slice(whole, s.shard_index(whole.shape(), local[k])),
+          platform, devices[local[k]], false, "a shard of argument " + std::to_string(i)));
   }
-  auto results = program.spmd->execute(args);
+  auto results = program.spmd->execute(std::move(args));
   if (!mesh) mesh = Mesh(devices, {static_cast<int64_t>(devices.size())}, {"x"});
   std::vector<Array> outs;
   for (size_t j = 0; j < program.out_avals.size(); ++j) {
@@ -455,21 +460,46 @@ std::vector<Array> execute_spmd(const CompiledProgram& program, const std::vecto
     impl->aval = program.out_avals[j];
     impl->sharding = std::make_shared<Sharding>(
         sharding_from_hlo(*mesh, impl->aval.shape, program.out_shardings[j]));
+    impl->platform = program.platform;
+    impl->committed = true;
     impl->shards.resize(devices.size());
     for (size_t k = 0; k < local.size(); ++k)
       impl->shards[local[k]] = std::make_shared<runtime::Buffer>(std::move(results[k][j]));
     outs.emplace_back(impl);
   }
+  for (size_t i = 0; i < inputs.size() && i < program.donated.size(); ++i)
+    if (program.donated[i]) inputs[i].impl()->donated = true;
   return outs;
+}
+
+// A program small enough that running it on the calling thread beats a hand-off to the
+// device's worker (the measure of a cheap computation that XLA's CPU client runs inline too).
+bool is_cheap(const CompiledProgram& program) {
+  return program.cost.flops <= 1e6 && program.cost.bytes_accessed <= double(int64_t{4} << 20);
 }
 }  // namespace
 
 std::vector<Array> execute(const CompiledProgram& program, const std::vector<Array>& inputs) {
-  std::vector<Array> outs = program.spmd
-                                ? execute_spmd(program, inputs)
-                                : dispatch(program.executable, inputs, program.out_avals, "jit");
+  if (program.spmd) return execute_spmd(program, inputs);
+  const runtime::Executable& exe = *program.executable;
+  const std::string platform(exe.backend().platform());
+  const Placement where = placement_of(inputs, {platform, exe.device(), false}, "jit");
+  if (where.platform != platform || where.device != exe.device())
+    throw Error("jit: the arguments are committed to " + where.platform + ":" +
+                std::to_string(where.device) + ", but the function was compiled for " + platform +
+                ":" + std::to_string(exe.device()) +
+                "; device_put them there, or jit with JitOptions::platform = \"" + where.platform +
+                "\"");
+  std::vector<Array> placed;
+  placed.reserve(inputs.size());
+  for (const auto& a : inputs) placed.push_back(on_device(a, platform, exe.device()));
+  std::vector<Array> outs = dispatch(program.executable, placed, program.out_avals, "jit",
+                                     program.donated, where.committed, is_cheap(program));
   for (size_t i = 0; i < inputs.size() && i < program.donated.size(); ++i)
-    if (program.donated[i]) inputs[i].impl()->donated = true;
+    if (program.donated[i] && !inputs[i].impl()->donated) {  // it was copied to the device
+      inputs[i].impl()->buffer.reset();
+      inputs[i].impl()->donated = true;
+    }
   return outs;
 }
 

@@ -138,7 +138,10 @@ int64_t fold_constants(ir::Module& module, int64_t max_elements) {
       fn.result_types = {r->type};
       std::vector<HostTensor> out;
       try {
-        out = cpu.compile(one, "main")->execute(inputs);
+        std::vector<runtime::DeviceBuffer> args;
+        for (const HostTensor& t : inputs) args.push_back(runtime::DeviceBuffer::on_cpu(t));
+        for (const auto& r : cpu.compile(one, "main")->execute(std::move(args)))
+          out.push_back(r.as_host_tensor());
       } catch (const std::exception&) {
         continue;  // leave ops the backend rejects to fail (or not) at run time
       }

@@ -27,8 +27,7 @@ class HostTensor {
   template <class T>
   static HostTensor from_vector(const std::vector<T>& values, Shape shape) {
     HostTensor t(dtype_of<T>(), std::move(shape));
-    if (static_cast<int64_t>(values.size()) != t.size())
-      throw_size_mismatch(values.size(), t);
+    if (static_cast<int64_t>(values.size()) != t.size()) throw_size_mismatch(values.size(), t);
     if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed
       for (size_t i = 0; i < values.size(); ++i) t.data_as<bool>()[i] = values[i];
     } else {
@@ -38,6 +37,8 @@ class HostTensor {
   }
   // Reads `nbytes()` bytes for the given type from `bytes` (little-endian, row-major).
   static HostTensor from_bytes(DType dtype, Shape shape, std::span<const std::byte> bytes);
+  // A tensor over existing storage (a cpu device buffer's bytes), sharing its ownership.
+  static HostTensor from_storage(DType dtype, Shape shape, std::shared_ptr<void> storage);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -67,6 +68,11 @@ class HostTensor {
   // Same bytes reinterpreted as another dtype of the same width (no copy).
   HostTensor bitcast(DType dtype) const;
   HostTensor clone() const;
+  // The storage, shared (a cpu device buffer holds its tensor's bytes this way).
+  std::shared_ptr<void> storage() const { return storage_; }
+  // Whether this tensor is the storage's only owner: then nobody else can see a write into it,
+  // and a kernel may put its result there (a donated or dead operand's memory, reused).
+  bool is_unique() const { return storage_ != nullptr && storage_.use_count() == 1; }
 
   // "f32[2,3]"
   std::string type_string() const;

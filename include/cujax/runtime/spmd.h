@@ -41,8 +41,16 @@ class SpmdExecutable {
   virtual ~SpmdExecutable() = default;
   // per_device_args[i] are the arguments of the i-th LOCAL device of device_ids; returns each
   // local device's results in the same order. Throws RuntimeError naming the op and device.
-  virtual std::vector<std::vector<HostTensor>> execute(
-      const std::vector<std::vector<HostTensor>>& per_device_args) = 0;
+  // Arguments are passed by value so that donated ones arrive with their only owner.
+  virtual std::vector<std::vector<DeviceBuffer>> execute(
+      std::vector<std::vector<DeviceBuffer>> per_device_args) = 0;
+  // Host tensors in and out, copied through the transfer guard (tests, benchmarks).
+  std::vector<std::vector<HostTensor>> execute_on_host(
+      const std::vector<std::vector<HostTensor>>& per_device_args);
+  virtual std::string_view platform() const = 0;
+  // The backend's index of each local device (what DeviceBuffer::device says), in the order of
+  // local_devices().
+  virtual std::vector<int> local_device_indices() const = 0;
   virtual SpmdStats last_stats() const = 0;
   // Added to the contract: the positions in device_ids of the devices that run here (all of
   // them in one process; this process's with several).

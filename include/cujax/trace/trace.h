@@ -22,9 +22,14 @@ class Executable;
 
 struct ArrayImpl {
   ShapeDtype aval;
-  // Concrete arrays:
+  // Concrete arrays: the buffer and the device it is on. A committed array was placed there on
+  // purpose (device_put to a device, or computed from committed arrays): ops run where it is,
+  // and two committed operands on different devices are an error. Uncommitted arrays (array(),
+  // creation functions) move to wherever the op runs.
   std::shared_ptr<runtime::Buffer> buffer;
-  std::string device = "cpu:0";
+  std::string platform = "cpu";
+  int device_id = 0;
+  bool committed = false;
   // Tracers:
   trace::TraceContext* trace = nullptr;
   ir::Value* value = nullptr;
@@ -97,12 +102,30 @@ struct OpSpec {
 std::vector<Array> bind(const OpSpec& spec, const std::vector<Array>& operands);
 Array bind1(const OpSpec& spec, const std::vector<Array>& operands);
 
-// Runs `exe` on the device queue with the inputs' buffers once they are ready; returns arrays of
-// `out_avals` at once. An error while running surfaces, prefixed with `what`, when a result is
-// waited on.
+// Runs `exe` on its device's queue with the inputs' buffers once they are ready, and returns
+// arrays of `out_avals` at once (committed when `committed`). Inputs must be on the executable's
+// device (on_device). `cheap`: a cpu program small enough to run on the calling thread when the
+// device is idle (cuda programs always may: they only enqueue). A donated input's buffer is handed
+// to the executable, which may write its results there; the input array is deleted. An error while
+// running surfaces, prefixed with `what`, when a result is waited on.
 std::vector<Array> dispatch(std::shared_ptr<runtime::Executable> exe,
                             const std::vector<Array>& inputs,
-                            const std::vector<ShapeDtype>& out_avals, const std::string& what);
+                            const std::vector<ShapeDtype>& out_avals, const std::string& what,
+                            const std::vector<bool>& donated = {}, bool committed = false,
+                            bool cheap = false);
+
+// Where an op on `inputs` runs, as JAX decides it: on the device of its committed inputs (two
+// committed inputs on different devices are an error naming both), else on `fallback`.
+struct Placement {
+  std::string platform;
+  int device = 0;
+  bool committed = false;
+};
+Placement placement_of(const std::vector<Array>& inputs, const Placement& fallback,
+                       const std::string& what);
+// `x` on `platform:device`: itself when it is there, else a copy (a device-to-device transfer,
+// counted); the copy keeps x's committed flag.
+Array on_device(const Array& x, const std::string& platform, int device);
 
 // An Array with the same value and a different weak-type flag.
 Array with_weak_type(const Array& a, bool weak);

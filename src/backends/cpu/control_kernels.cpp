@@ -37,7 +37,7 @@ Kernel while_kernel(const ir::Operation& op, Compiler& cc) {
     for (;;) {
       const std::vector<HostTensor> p = cond->run(state, ctx, caps);
       if (!*p.at(0).data_as<bool>()) break;
-      state = body->run(state, ctx, caps);
+      state = body->run(std::move(state), ctx, caps);  // loop-carried values stay unique
     }
     return state;
   };
@@ -54,7 +54,7 @@ Kernel case_kernel(const ir::Operation& op, Compiler& cc) {
     const int64_t index = *in[0].data_as<int32_t>();
     const size_t b =
         (index < 0 || index >= static_cast<int64_t>(branches.size())) ? branches.size() - 1 : index;
-    return branches[b]->run({}, ctx, in.subspan(n));
+    return branches[b]->run(std::vector<HostTensor>{}, ctx, in.subspan(n));
   };
 }
 

@@ -12,15 +12,29 @@ namespace {
 
 class CpuExecutable final : public runtime::Executable {
  public:
-  explicit CpuExecutable(std::shared_ptr<const Program> main) : main_(std::move(main)) {}
-  std::vector<HostTensor> execute(std::span<const HostTensor> args,
-                                  const runtime::ExecuteOptions& options) override {
+  CpuExecutable(const CpuBackend& backend, std::shared_ptr<const Program> main, int device)
+      : backend_(backend), main_(std::move(main)), device_(device) {}
+  std::vector<runtime::DeviceBuffer> execute(std::vector<runtime::DeviceBuffer> args,
+                                             const runtime::ExecuteOptions& options) override {
+    std::vector<HostTensor> in;
+    in.reserve(args.size());
+    for (runtime::DeviceBuffer& a : args) {
+      in.push_back(a.as_host_tensor());
+      a.data.reset();  // the tensor is now the only owner a donated argument has
+    }
     ExecContext ctx{&options};
-    return main_->run(args, ctx);
+    std::vector<runtime::DeviceBuffer> out;
+    for (HostTensor& r : main_->run(std::move(in), ctx))
+      out.push_back(runtime::DeviceBuffer::on_cpu(std::move(r), device_));
+    return out;
   }
+  const runtime::Backend& backend() const override { return backend_; }
+  int device() const override { return device_; }
 
  private:
+  const CpuBackend& backend_;
   std::shared_ptr<const Program> main_;
+  int device_;
 };
 
 }  // namespace
@@ -45,11 +59,21 @@ std::vector<runtime::DeviceDescription> CpuBackend::devices() const {
 }
 
 std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& module,
-                                                         std::string_view entry) const {
+                                                         std::string_view entry, int device) const {
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("module has no function @" + std::string(entry));
   Compiler compiler(module);
-  return std::make_unique<CpuExecutable>(compiler.compile_function(*fn));
+  return std::make_unique<CpuExecutable>(*this, compiler.compile_function(*fn), device);
+}
+
+// Every cpu device's memory is the host's: its buffers are the tensors themselves, and the
+// callers (device_put, jit) check which devices exist.
+runtime::DeviceBuffer CpuBackend::to_device(const HostTensor& value, int device) const {
+  return runtime::DeviceBuffer::on_cpu(value, device);
+}
+
+HostTensor CpuBackend::to_host(const runtime::DeviceBuffer& buffer) const {
+  return buffer.as_host_tensor();
 }
 
 }  // namespace cujax::cpu

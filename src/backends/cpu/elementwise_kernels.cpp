@@ -83,9 +83,9 @@ std::vector<HostTensor> one(HostTensor t) {
 template <class R, class T, class Fn>
 Kernel map1(Shape shape, int64_t grain, Fn fn) {
   return [shape = std::move(shape), grain, fn](std::span<const HostTensor> in, ExecContext&) {
-    const T* __restrict a = operand<T>(in, 0, shape);
-    HostTensor out = HostTensor::uninitialized(dtype_of<R>(), shape);
-    R* __restrict o = out.data_as<R>();
+    const T* a = operand<T>(in, 0, shape);
+    HostTensor out = reuse_or_allocate(in, {0}, dtype_of<R>(), shape);
+    R* o = out.data_as<R>();  // may be `a`: each element is read before it is written
     for_elements(out.size(), grain, [a, o, fn](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) o[i] = fn(a[i]);
     });
@@ -97,10 +97,10 @@ Kernel map1(Shape shape, int64_t grain, Fn fn) {
 template <class R, class T, class Fn>
 Kernel map2(Shape shape, int64_t grain, Fn fn) {
   return [shape = std::move(shape), grain, fn](std::span<const HostTensor> in, ExecContext&) {
-    const T* __restrict a = operand<T>(in, 0, shape);
-    const T* __restrict b = operand<T>(in, 1, shape);
-    HostTensor out = HostTensor::uninitialized(dtype_of<R>(), shape);
-    R* __restrict o = out.data_as<R>();
+    const T* a = operand<T>(in, 0, shape);
+    const T* b = operand<T>(in, 1, shape);
+    HostTensor out = reuse_or_allocate(in, {0, 1}, dtype_of<R>(), shape);
+    R* o = out.data_as<R>();  // may be `a` or `b`: each element is read before it is written
     for_elements(out.size(), grain, [a, b, o, fn](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) o[i] = fn(a[i], b[i]);
     });
@@ -315,10 +315,10 @@ Kernel select_kernel(const ir::Operation& op, Compiler&) {
         if (in[i].dtype() != dt || in[i].shape() != shape)
           throw RuntimeError("operand #" + std::to_string(i) + " is " + in[i].type_string() +
                              ", expected " + dtype_name(dt) + shape_to_string(shape));
-      const W* __restrict a = in[1].data_as<W>();
-      const W* __restrict b = in[2].data_as<W>();
-      HostTensor out = HostTensor::uninitialized(dt, shape);
-      W* __restrict o = out.data_as<W>();
+      const W* a = in[1].data_as<W>();
+      const W* b = in[2].data_as<W>();
+      HostTensor out = reuse_or_allocate(in, {1, 2}, dt, shape);
+      W* o = out.data_as<W>();  // may be `a` or `b`: each element is read before it is written
       for_elements(out.size(), kGrain, [=](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) o[i] = pred[i] ? a[i] : b[i];
       });
@@ -349,11 +349,11 @@ Kernel clamp_kernel(const ir::Operation& op, Compiler&) {
     using T = typename decltype(tag)::type;
     using C = ew::compute_t<T, false>;
     k = [=](std::span<const HostTensor> in, ExecContext&) {
-      const T* __restrict l = operand<T>(in, 0, lo_shape);
-      const T* __restrict a = operand<T>(in, 1, shape);
-      const T* __restrict h = operand<T>(in, 2, hi_shape);
-      HostTensor out = HostTensor::uninitialized(dtype_of<T>(), shape);
-      T* __restrict o = out.data_as<T>();
+      const T* l = operand<T>(in, 0, lo_shape);
+      const T* a = operand<T>(in, 1, shape);
+      const T* h = operand<T>(in, 2, hi_shape);
+      HostTensor out = reuse_or_allocate(in, {1}, dtype_of<T>(), shape);
+      T* o = out.data_as<T>();  // may be `a`: each element is read before it is written
       for_elements(out.size(), kGrain, [=](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           const C v = ew::Maximum{}(ew::to_compute<C>(a[i]), ew::to_compute<C>(l[i * lo_step]));

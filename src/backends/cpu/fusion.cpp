@@ -38,42 +38,44 @@ struct TileOp {
   bool precise = false;
 };
 
+// No __restrict: a group's output may be written into the memory of an input it reads (a
+// donated or dead operand's), element for element.
 template <class F, class T>
 CUJAX_TILE_LOOP void unary_tile(const void* const* in, void* out, int64_t n) {
-  const T* __restrict a = static_cast<const T*>(in[0]);
-  T* __restrict o = static_cast<T*>(out);
+  const T* a = static_cast<const T*>(in[0]);
+  T* o = static_cast<T*>(out);
   for (int64_t i = 0; i < n; ++i) o[i] = ew::apply(F{}, a[i]);
 }
 
 template <class F, class T>
 CUJAX_TILE_LOOP void binary_tile(const void* const* in, void* out, int64_t n) {
-  const T* __restrict a = static_cast<const T*>(in[0]);
-  const T* __restrict b = static_cast<const T*>(in[1]);
-  T* __restrict o = static_cast<T*>(out);
+  const T* a = static_cast<const T*>(in[0]);
+  const T* b = static_cast<const T*>(in[1]);
+  T* o = static_cast<T*>(out);
   for (int64_t i = 0; i < n; ++i) o[i] = ew::apply(F{}, a[i], b[i]);
 }
 
 template <ew::CompareDirection D>
 CUJAX_TILE_LOOP void compare_tile(const void* const* in, void* out, int64_t n) {
-  const float* __restrict a = static_cast<const float*>(in[0]);
-  const float* __restrict b = static_cast<const float*>(in[1]);
-  bool* __restrict o = static_cast<bool*>(out);
+  const float* a = static_cast<const float*>(in[0]);
+  const float* b = static_cast<const float*>(in[1]);
+  bool* o = static_cast<bool*>(out);
   for (int64_t i = 0; i < n; ++i) o[i] = ew::Compare<D>{}(a[i], b[i]);
 }
 
 template <class To, class From>
 CUJAX_TILE_LOOP void convert_tile(const void* const* in, void* out, int64_t n) {
-  const From* __restrict a = static_cast<const From*>(in[0]);
-  To* __restrict o = static_cast<To*>(out);
+  const From* a = static_cast<const From*>(in[0]);
+  To* o = static_cast<To*>(out);
   for (int64_t i = 0; i < n; ++i) o[i] = ew::convert<To>(a[i]);
 }
 
 template <class T>
 CUJAX_TILE_LOOP void select_tile(const void* const* in, void* out, int64_t n) {
-  const bool* __restrict p = static_cast<const bool*>(in[0]);
-  const T* __restrict t = static_cast<const T*>(in[1]);
-  const T* __restrict f = static_cast<const T*>(in[2]);
-  T* __restrict o = static_cast<T*>(out);
+  const bool* p = static_cast<const bool*>(in[0]);
+  const T* t = static_cast<const T*>(in[1]);
+  const T* f = static_cast<const T*>(in[2]);
+  T* o = static_cast<T*>(out);
   for (int64_t i = 0; i < n; ++i) o[i] = p[i] ? t[i] : f[i];
 }
 
@@ -216,6 +218,7 @@ struct FusedProgram {
   std::vector<Input> inputs;
   std::vector<Node> nodes;
   std::vector<int> output_nodes;  // node of each output
+  std::vector<int> last_reader;   // per input: the last node that reads it (-1: none)
   bool precise = false;
 };
 
@@ -307,8 +310,17 @@ Kernel fused_kernel(std::shared_ptr<const FusedProgram> program, std::string whe
     }
     std::vector<HostTensor> results;
     std::vector<void*> out_data;
+    std::vector<bool> taken(in.size(), false);
     for (int node : p->output_nodes) {
-      results.push_back(HostTensor::uninitialized(p->nodes[node].dtype, p->shape));
+      // An output may take a full input's memory if no later node of a tile reads that input.
+      int reuse = -1;
+      for (size_t i = 0; i < in.size() && reuse < 0; ++i)
+        if (!taken[i] && p->inputs[i].full && p->last_reader[i] <= node && in[i].is_unique() &&
+            in[i].dtype() == p->nodes[node].dtype)
+          reuse = static_cast<int>(i);
+      if (reuse >= 0) taken[reuse] = true;
+      results.push_back(reuse >= 0 ? in[reuse]
+                                   : HostTensor::uninitialized(p->nodes[node].dtype, p->shape));
       out_data.push_back(results.back().data());
     }
     const int64_t grain = p->precise ? kGrainPrecise : kGrain;
@@ -469,9 +481,12 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
       program->nodes.push_back(std::move(node));
     }
     const int num_inputs = static_cast<int>(program->inputs.size());
-    for (FusedProgram::Node& node : program->nodes)
-      for (int& a : node.args)
+    program->last_reader.assign(num_inputs, -1);
+    for (size_t k = 0; k < program->nodes.size(); ++k)
+      for (int& a : program->nodes[k].args) {
         if (a < 0) a = num_inputs - a - 1;
+        if (a < num_inputs) program->last_reader[a] = static_cast<int>(k);
+      }
     step.where = block.ops[members[0]]->where() + " (fused with " +
                  std::to_string(members.size() - 1) + " following element-wise ops)";
     step.kernel = fused_kernel(program, step.where);

@@ -48,6 +48,10 @@ class Program {
   // operands.
   std::vector<HostTensor> run(std::span<const HostTensor> args, ExecContext& ctx,
                               std::span<const HostTensor> captures = {}) const;
+  // The same with arguments it owns: an argument nobody else holds (a donated one) reaches the
+  // kernel that uses it last as its only owner, which may then write its result there.
+  std::vector<HostTensor> run(std::vector<HostTensor>&& args, ExecContext& ctx,
+                              std::span<const HostTensor> captures = {}) const;
 
  private:
   friend class Compiler;
@@ -57,6 +61,7 @@ class Program {
     std::vector<int> inputs;
     std::vector<int> outputs;
     std::vector<int> release;  // slots whose last use is this step
+    std::vector<bool> move;    // per input: moved out of its slot (its last use, used once)
   };
   std::vector<Step> steps_;
   std::vector<int> arg_slots_;
@@ -122,6 +127,14 @@ void register_reduction_kernels(KernelRegistry& r);    // reduce, reduce_window,
 void register_linalg_kernels(KernelRegistry& r);       // dot_general, convolution, triangular_solve
 void register_random_kernels(KernelRegistry& r);       // rng_bit_generator
 void register_collective_kernels(KernelRegistry& r);   // all_reduce, all_gather, ..., partition_id
+
+// The result of an element-wise kernel (each element written after that element of the
+// operands is read): the storage of the first operand among `candidates` that has the result's
+// dtype and element count and that the kernel holds the only reference to (a donated or dead
+// value), else a fresh tensor.
+HostTensor reuse_or_allocate(std::span<const HostTensor> in,
+                             std::initializer_list<size_t> candidates, DType dtype,
+                             const Shape& shape);
 
 // Whether the op exchanges data between devices (all_reduce, all_gather, reduce_scatter,
 // all_to_all, collective_permute, collective_broadcast).

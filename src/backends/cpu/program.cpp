@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <unordered_map>
 
 #include "backends/cpu/fusion.h"
@@ -11,17 +12,26 @@ void unsupported(const ir::Operation& op, const std::string& message) {
 
 std::vector<HostTensor> Program::run(std::span<const HostTensor> args, ExecContext& ctx,
                                      std::span<const HostTensor> captures) const {
+  return run(std::vector<HostTensor>(args.begin(), args.end()), ctx, captures);
+}
+
+std::vector<HostTensor> Program::run(std::vector<HostTensor>&& args, ExecContext& ctx,
+                                     std::span<const HostTensor> captures) const {
   if (args.size() != arg_slots_.size() || captures.size() != capture_slots_.size())
     throw RuntimeError("program expects " + std::to_string(arg_slots_.size()) + " arguments and " +
                        std::to_string(capture_slots_.size()) + " captures, got " +
                        std::to_string(args.size()) + " and " + std::to_string(captures.size()));
   std::vector<HostTensor> slots(num_slots_);
-  for (size_t i = 0; i < args.size(); ++i) slots[arg_slots_[i]] = args[i];
+  for (size_t i = 0; i < args.size(); ++i) slots[arg_slots_[i]] = std::move(args[i]);
+  args.clear();
   for (size_t i = 0; i < captures.size(); ++i) slots[capture_slots_[i]] = captures[i];
   std::vector<HostTensor> inputs;
   for (const Step& step : steps_) {
     inputs.clear();
-    for (int s : step.inputs) inputs.push_back(slots[s]);
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      HostTensor& slot = slots[step.inputs[i]];
+      inputs.push_back(step.move[i] ? std::move(slot) : slot);
+    }
     std::vector<HostTensor> outputs;
     try {
       outputs = step.kernel(inputs, ctx);
@@ -32,6 +42,7 @@ std::vector<HostTensor> Program::run(std::span<const HostTensor> args, ExecConte
       if (what.rfind(step.where, 0) == 0) throw;
       throw RuntimeError(step.where + ": " + what);
     }
+    inputs.clear();  // before the release: the last owner of a dead value frees it here
     if (outputs.size() != step.outputs.size())
       throw RuntimeError(step.where + ": kernel produced " + std::to_string(outputs.size()) +
                          " results, expected " + std::to_string(step.outputs.size()));
@@ -138,6 +149,16 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
   for (int s : program->result_slots_) is_result[s] = true;
   for (auto [s, i] : last_use)
     if (!is_result.count(s)) program->steps_[i].release.push_back(s);
+  // A value read for the last time, by one operand of its step, moves into that operand.
+  for (Program::Step& step : program->steps_) {
+    step.move.assign(step.inputs.size(), false);
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const int s = step.inputs[k];
+      const bool last =
+          std::find(step.release.begin(), step.release.end(), s) != step.release.end();
+      step.move[k] = last && std::count(step.inputs.begin(), step.inputs.end(), s) == 1;
+    }
+  }
   return program;
 }
 
@@ -155,6 +176,16 @@ std::shared_ptr<const Program> Compiler::compile_function(const ir::Function& fn
   auto program = compile_region(fn.body);
   functions_[&fn] = program;
   return program;
+}
+
+HostTensor reuse_or_allocate(std::span<const HostTensor> in,
+                             std::initializer_list<size_t> candidates, DType dtype,
+                             const Shape& shape) {
+  for (size_t i : candidates)
+    if (i < in.size() && in[i].is_unique() && in[i].dtype() == dtype &&
+        in[i].size() == num_elements(shape))
+      return in[i].reshaped(shape);
+  return HostTensor::uninitialized(dtype, shape);
 }
 
 void KernelRegistry::add(std::string op_name, KernelFactory factory) {

@@ -405,7 +405,8 @@ Kernel dynamic_update_slice_kernel(const ir::Operation& op, Compiler&) {
         index::StridedCopy k = c;
         for (size_t d = 0; d < s.size(); ++d)
           k.dst_offset += index::clamp_start(read_index(in[2 + d], 0, where), s[d], u[d]) * os[d];
-        HostTensor r = in[0].clone();
+        // In place when nothing else sees the operand (a donated cache, a dead value).
+        HostTensor r = in[0].is_unique() ? in[0] : in[0].clone();
         run_strided_copy(k, in[1].data(), r.data(), size_of(out.dtype));
         return std::vector<HostTensor>{r};
       };

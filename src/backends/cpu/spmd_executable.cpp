@@ -28,8 +28,8 @@ class CpuSpmdExecutable final : public SpmdExecutable {
         device_process_(std::move(device_process)),
         local_(std::move(local)) {}
 
-  std::vector<std::vector<HostTensor>> execute(
-      const std::vector<std::vector<HostTensor>>& per_device_args) override {
+  std::vector<std::vector<DeviceBuffer>> execute(
+      std::vector<std::vector<DeviceBuffer>> per_device_args) override {
     if (per_device_args.size() != local_.size())
       throw RuntimeError("SPMD execute: got arguments for " +
                          std::to_string(per_device_args.size()) + " devices, this process runs " +
@@ -40,7 +40,7 @@ class CpuSpmdExecutable final : public SpmdExecutable {
     Communicator comm(device_process_, distributed::process_index(), distributed_transport(),
                       executions_++);
     const size_t n = local_.size();
-    std::vector<std::vector<HostTensor>> results(n);
+    std::vector<std::vector<DeviceBuffer>> results(n);
     std::vector<cpu::SpmdDevice> devices(n);
     std::vector<std::exception_ptr> errors(n);
     std::vector<std::chrono::steady_clock::time_point> failed_at(n);
@@ -50,7 +50,13 @@ class CpuSpmdExecutable final : public SpmdExecutable {
       devices[i].device = local_[i];
       cpu::ExecContext ctx{&options, &devices[i]};
       try {
-        results[i] = program_->run(per_device_args[i], ctx);
+        std::vector<HostTensor> args;
+        for (DeviceBuffer& a : per_device_args[i]) {
+          args.push_back(a.as_host_tensor());
+          a.data.reset();
+        }
+        for (HostTensor& r : program_->run(std::move(args), ctx))
+          results[i].push_back(DeviceBuffer::on_cpu(std::move(r), device_ids_[local_[i]]));
       } catch (const std::exception& e) {
         failed_at[i] = std::chrono::steady_clock::now();
         errors[i] = std::make_exception_ptr(
@@ -80,6 +86,12 @@ class CpuSpmdExecutable final : public SpmdExecutable {
     return stats_;
   }
   std::vector<int> local_devices() const override { return local_; }
+  std::string_view platform() const override { return "cpu"; }
+  std::vector<int> local_device_indices() const override {
+    std::vector<int> out;
+    for (int i : local_) out.push_back(device_ids_[i]);
+    return out;
+  }
 
  private:
   std::shared_ptr<const cpu::Program> program_;

@@ -5,6 +5,7 @@
 // results. Nothing here has run on a GPU yet: see docs/cuda.md.
 #include "backends/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -25,6 +26,7 @@ struct Step {
   cpu::Kernel host;     // set for a host step
   std::string where;
   std::vector<int> inputs, outputs, release;
+  std::vector<bool> move;  // per input: moved out of its slot (its last use, used once)
 };
 
 struct Program {
@@ -36,6 +38,17 @@ struct Program {
 };
 
 namespace {
+
+// An element-wise result: the memory of operand `i` when this kernel holds its only reference
+// and its type is the result's (each element is read before it is written), else new memory.
+DeviceArray reuse_or_allocate(Device* d, std::span<const DeviceArray> in,
+                              std::initializer_list<size_t> candidates, const ir::Type& rt) {
+  for (size_t i : candidates)
+    if (i < in.size() && in[i].data.use_count() == 1 && in[i].dtype == rt.dtype &&
+        in[i].size() == rt.num_elements())
+      return DeviceArray{rt.dtype, rt.shape, in[i].data};
+  return d->allocate(rt.dtype, rt.shape);
+}
 
 std::vector<DeviceArray> one(DeviceArray a) {
   std::vector<DeviceArray> v;
@@ -116,7 +129,7 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
     if (op.operands.size() != 1 || op.operands[0]->type != rt || !supports_unary(u, rt.dtype))
       return {};
     return [d, u, rt](std::span<const DeviceArray> in) {
-      DeviceArray out = d->allocate(rt.dtype, rt.shape);
+      DeviceArray out = reuse_or_allocate(d, in, {0}, rt);
       launch_unary(u, rt.dtype, in[0].data.get(), out.data.get(), out.size(), d->stream());
       return one(std::move(out));
     };
@@ -127,7 +140,7 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
         !supports_binary(b, rt.dtype))
       return {};
     return [d, b, rt](std::span<const DeviceArray> in) {
-      DeviceArray out = d->allocate(rt.dtype, rt.shape);
+      DeviceArray out = reuse_or_allocate(d, in, {0, 1}, rt);
       launch_binary(b, rt.dtype, in[0].data.get(), in[1].data.get(), out.data.get(), out.size(),
                     d->stream());
       return one(std::move(out));
@@ -161,7 +174,7 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
     const bool scalar = op.operands[0]->type.rank() == 0;
     if (!scalar && op.operands[0]->type.shape != rt.shape) return {};
     return [d, scalar, rt](std::span<const DeviceArray> in) {
-      DeviceArray out = d->allocate(rt.dtype, rt.shape);
+      DeviceArray out = reuse_or_allocate(d, in, {1, 2}, rt);
       launch_select(size_of(rt.dtype), static_cast<const bool*>(in[0].data.get()), scalar,
                     in[1].data.get(), in[2].data.get(), out.data.get(), out.size(), d->stream());
       return one(std::move(out));
@@ -395,6 +408,17 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
   for (int s : program->result_slots) is_result[s] = true;
   for (auto [s, i] : last_use)
     if (!is_result.count(s)) program->steps[i].release.push_back(s);
+  // A value read for the last time, by one operand of its step, moves into that operand: a
+  // kernel holding the only reference may write its result there.
+  for (Step& step : program->steps) {
+    step.move.assign(step.inputs.size(), false);
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const int s = step.inputs[k];
+      const bool last =
+          std::find(step.release.begin(), step.release.end(), s) != step.release.end();
+      step.move[k] = last && std::count(step.inputs.begin(), step.inputs.end(), s) == 1;
+    }
+  }
   return program;
 }
 
@@ -409,7 +433,10 @@ std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<
   cpu::ExecContext ctx{&options};
   for (const Step& step : p.steps) {
     inputs.clear();
-    for (int s : step.inputs) inputs.push_back(slots[s]);
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      DeviceArray& slot = slots[step.inputs[i]];
+      inputs.push_back(step.move[i] ? std::move(slot) : slot);
+    }
     std::vector<DeviceArray> outputs;
     try {
       if (step.device) {
@@ -426,6 +453,7 @@ std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<
       if (what.rfind(step.where, 0) == 0) throw;
       throw RuntimeError(step.where + ": " + what);
     }
+    inputs.clear();  // before the release: the last owner of a dead value frees it here
     if (outputs.size() != step.outputs.size())
       throw RuntimeError(step.where + ": produced " + std::to_string(outputs.size()) +
                          " results, expected " + std::to_string(step.outputs.size()));
@@ -441,34 +469,90 @@ int host_steps(const Program& program) {
   return program.host_steps;
 }
 
-void check_arguments(const Program& program, std::span<const HostTensor> args) {
+void check_arguments(const Program& program, std::span<const runtime::DeviceBuffer> args,
+                     int device) {
   if (args.size() != program.arg_types.size())
     throw RuntimeError("program expects " + std::to_string(program.arg_types.size()) +
                        " arguments, got " + std::to_string(args.size()));
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::Type& want = program.arg_types[i];
-    if (want.is_token || args[i].dtype() != want.dtype || args[i].shape() != want.shape)
-      throw RuntimeError("argument #" + std::to_string(i) + " is " + args[i].type_string() +
+    const runtime::DeviceBuffer& a = args[i];
+    if (want.is_token || a.dtype != want.dtype || a.shape != want.shape)
+      throw RuntimeError("argument #" + std::to_string(i) + " is " +
+                         std::string(mlir_name(a.dtype)) + shape_to_string(a.shape) +
                          ", expected " + want.str());
+    if (a.platform != "cuda" || a.device != device)
+      throw RuntimeError("argument #" + std::to_string(i) + " is on " + a.device_name() +
+                         ", but the program runs on cuda:" + std::to_string(device));
   }
+}
+
+DeviceArray as_device_array(runtime::DeviceBuffer b) {
+  return DeviceArray{b.dtype, std::move(b.shape), std::move(b.data)};
+}
+
+namespace {
+
+// A point on a device's stream: the buffers a program or copy writes are ready when it is.
+class StreamEvent final : public runtime::DeviceEvent {
+ public:
+  explicit StreamEvent(Device& dev) { event_.record(dev.stream()); }
+  bool is_ready() const override {
+    const cudaError_t e = cudaEventQuery(event_.get());
+    if (e == cudaErrorNotReady) return false;
+    CUJAX_CUDA_CHECK(e);
+    return true;
+  }
+  void wait() const override { event_.synchronize(); }
+
+ private:
+  Event event_;
+};
+
+}  // namespace
+
+std::shared_ptr<const runtime::DeviceEvent> stream_event(Device& device) {
+  return std::make_shared<StreamEvent>(device);
+}
+
+runtime::DeviceBuffer as_buffer(DeviceArray a, int device,
+                                std::shared_ptr<const runtime::DeviceEvent> ready) {
+  runtime::DeviceBuffer b;
+  b.dtype = a.dtype;
+  b.shape = std::move(a.shape);
+  b.data = std::move(a.data);
+  b.platform = "cuda";
+  b.device = device;
+  b.ready = std::move(ready);
+  return b;
 }
 
 namespace {
 
 class CudaExecutable final : public runtime::Executable {
  public:
-  CudaExecutable(std::shared_ptr<const Program> p, std::shared_ptr<Device> dev)
-      : program_(std::move(p)), dev_(std::move(dev)) {}
-  std::vector<HostTensor> execute(std::span<const HostTensor> args,
-                                  const runtime::ExecuteOptions& options) override {
-    check_arguments(*program_, args);
+  CudaExecutable(const runtime::Backend& backend, std::shared_ptr<const Program> p,
+                 std::shared_ptr<Device> dev)
+      : backend_(backend), program_(std::move(p)), dev_(std::move(dev)) {}
+  std::vector<runtime::DeviceBuffer> execute(std::vector<runtime::DeviceBuffer> args,
+                                             const runtime::ExecuteOptions& options) override {
+    check_arguments(*program_, args, dev_->ordinal());
+    std::vector<DeviceArray> in;
+    in.reserve(args.size());
+    for (runtime::DeviceBuffer& a : args) in.push_back(as_device_array(std::move(a)));
     std::lock_guard<std::mutex> lock(dev_->mutex());
     dev_->activate();
-    std::vector<DeviceArray> results = run_program(*program_, *dev_, dev_->upload(args), options);
-    return dev_->download(results);
+    std::vector<DeviceArray> results = run_program(*program_, *dev_, std::move(in), options);
+    auto ready = stream_event(*dev_);
+    std::vector<runtime::DeviceBuffer> out;
+    for (DeviceArray& r : results) out.push_back(as_buffer(std::move(r), dev_->ordinal(), ready));
+    return out;
   }
+  const runtime::Backend& backend() const override { return backend_; }
+  int device() const override { return dev_->ordinal(); }
 
  private:
+  const runtime::Backend& backend_;
   std::shared_ptr<const Program> program_;
   std::shared_ptr<Device> dev_;
 };
@@ -499,13 +583,26 @@ class CudaBackend final : public runtime::Backend {
     }
     return out;
   }
-  std::unique_ptr<runtime::Executable> compile(const ir::Module& module,
-                                               std::string_view entry) const override {
+  std::unique_ptr<runtime::Executable> compile(const ir::Module& module, std::string_view entry,
+                                               int device) const override {
     const ir::Function* fn = module.lookup(entry);
     if (!fn) throw Error("module has no function @" + std::string(entry));
-    // Programs run on device 0; several devices run SPMD programs (compile_spmd).
-    return std::make_unique<CudaExecutable>(compile_program(module, *fn, devices_.front()),
-                                            devices_.front());
+    const std::shared_ptr<Device>& dev = device_at(device);
+    return std::make_unique<CudaExecutable>(*this, compile_program(module, *fn, dev), dev);
+  }
+  runtime::DeviceBuffer to_device(const HostTensor& value, int device) const override {
+    Device& dev = *device_at(device);
+    std::lock_guard<std::mutex> lock(dev.mutex());
+    dev.activate();
+    DeviceArray a = std::move(dev.upload(std::span<const HostTensor>(&value, 1)).front());
+    return as_buffer(std::move(a), device, stream_event(dev));
+  }
+  HostTensor to_host(const runtime::DeviceBuffer& buffer) const override {
+    Device& dev = *device_at(buffer.device);
+    std::lock_guard<std::mutex> lock(dev.mutex());
+    dev.activate();
+    const DeviceArray a{buffer.dtype, buffer.shape, buffer.data};
+    return std::move(dev.download(std::span<const DeviceArray>(&a, 1)).front());
   }
   std::unique_ptr<runtime::SpmdExecutable> compile_spmd(const ir::Module& module,
                                                         std::vector<int> device_ids,
@@ -514,6 +611,12 @@ class CudaBackend final : public runtime::Backend {
   }
 
  private:
+  const std::shared_ptr<Device>& device_at(int device) const {
+    if (device < 0 || device >= static_cast<int>(devices_.size()))
+      throw Error("device cuda:" + std::to_string(device) + " does not exist (" +
+                  std::to_string(devices_.size()) + " cuda devices)");
+    return devices_[device];
+  }
   std::vector<DeviceInfo> info_;
   std::vector<std::shared_ptr<Device>> devices_;
 };

@@ -43,8 +43,15 @@ std::vector<DeviceArray> run_program(const Program& program, Device& device,
                                      std::vector<DeviceArray> args,
                                      const runtime::ExecuteOptions& options = {});
 // Kernels trust their operands' types: what comes from outside is checked once. Throws
-// RuntimeError naming the argument.
-void check_arguments(const Program& program, std::span<const HostTensor> args);
+// RuntimeError naming the argument when its type or device is not the program's.
+void check_arguments(const Program& program, std::span<const runtime::DeviceBuffer> args,
+                     int device);
+// A runtime buffer on this backend as the kernels see it, and back (no copies).
+DeviceArray as_device_array(runtime::DeviceBuffer buffer);
+runtime::DeviceBuffer as_buffer(DeviceArray array, int device,
+                                std::shared_ptr<const runtime::DeviceEvent> ready);
+// An event recorded now on the device's stream: what it has enqueued is ready when it is.
+std::shared_ptr<const runtime::DeviceEvent> stream_event(Device& device);
 // How many of the program's ops run on the host (no CUDA kernel for their types/attributes).
 int host_steps(const Program& program);
 

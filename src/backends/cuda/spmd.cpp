@@ -434,8 +434,8 @@ class CudaSpmdExecutable final : public runtime::SpmdExecutable {
                      std::map<std::vector<int>, std::shared_ptr<CommGroup>> groups)
       : locals_(std::move(locals)), groups_(std::move(groups)) {}
 
-  std::vector<std::vector<HostTensor>> execute(
-      const std::vector<std::vector<HostTensor>>& per_device_args) override {
+  std::vector<std::vector<runtime::DeviceBuffer>> execute(
+      std::vector<std::vector<runtime::DeviceBuffer>> per_device_args) override {
     if (per_device_args.size() != locals_.size())
       throw RuntimeError("SPMD execute: got arguments for " +
                          std::to_string(per_device_args.size()) + " devices, this process runs " +
@@ -443,20 +443,24 @@ class CudaSpmdExecutable final : public runtime::SpmdExecutable {
     std::lock_guard<std::mutex> lock(mu_);
     const auto start = std::chrono::steady_clock::now();
     const size_t n = locals_.size();
-    std::vector<std::vector<HostTensor>> results(n);
+    std::vector<std::vector<runtime::DeviceBuffer>> results(n);
     std::vector<double> collective_ms(n, 0);
     std::vector<std::exception_ptr> errors(n);
     // One thread per GPU: each enqueues its program and its NCCL calls on its own stream.
     auto run = [&](size_t i) {
       LocalDevice& ld = *locals_[i];
       try {
-        check_arguments(*ld.program, per_device_args[i]);
+        check_arguments(*ld.program, per_device_args[i], ld.device->ordinal());
+        std::vector<DeviceArray> in;
+        for (runtime::DeviceBuffer& a : per_device_args[i])
+          in.push_back(as_device_array(std::move(a)));
         std::lock_guard<std::mutex> device_lock(ld.device->mutex());
         ld.device->activate();
-        const std::vector<DeviceArray> out =
-            run_program(*ld.program, *ld.device, ld.device->upload(per_device_args[i]));
-        results[i] = ld.device->download(out);
+        std::vector<DeviceArray> out = run_program(*ld.program, *ld.device, std::move(in));
         collective_ms[i] = ld.clock.take_ms();
+        auto ready = stream_event(*ld.device);
+        for (DeviceArray& r : out)
+          results[i].push_back(as_buffer(std::move(r), ld.device->ordinal(), ready));
       } catch (const std::exception& e) {
         errors[i] = std::make_exception_ptr(
             RuntimeError("device cuda:" + std::to_string(ld.device->ordinal()) + ": " + e.what()));
@@ -482,6 +486,12 @@ class CudaSpmdExecutable final : public runtime::SpmdExecutable {
   std::vector<int> local_devices() const override {
     std::vector<int> out;
     for (const auto& ld : locals_) out.push_back(ld->logical);
+    return out;
+  }
+  std::string_view platform() const override { return "cuda"; }
+  std::vector<int> local_device_indices() const override {
+    std::vector<int> out;
+    for (const auto& ld : locals_) out.push_back(ld->device->ordinal());
     return out;
   }
 
