@@ -73,6 +73,8 @@ class HostTensor {
   // Whether this tensor is the storage's only owner: then nobody else can see a write into it,
   // and a kernel may put its result there (a donated or dead operand's memory, reused).
   bool is_unique() const { return storage_ != nullptr && storage_.use_count() == 1; }
+  // How many tensors (and buffers) share this storage: views from reshaped() and bitcast() too.
+  long storage_owners() const { return storage_.use_count(); }
 
   // "f32[2,3]"
   std::string type_string() const;

@@ -16,13 +16,15 @@ class CpuExecutable final : public runtime::Executable {
       : backend_(backend), main_(std::move(main)), device_(device) {}
   std::vector<runtime::DeviceBuffer> execute(std::vector<runtime::DeviceBuffer> args,
                                              const runtime::ExecuteOptions& options) override {
+    ExecContext ctx;
+    ctx.options = &options;
     std::vector<HostTensor> in;
     in.reserve(args.size());
     for (runtime::DeviceBuffer& a : args) {
       in.push_back(a.as_host_tensor());
       a.data.reset();  // the tensor is now the only owner a donated argument has
+      if (in.back().is_unique()) ctx.donated.push_back(in.back().data());
     }
-    ExecContext ctx{&options};
     std::vector<runtime::DeviceBuffer> out;
     for (HostTensor& r : main_->run(std::move(in), ctx))
       out.push_back(runtime::DeviceBuffer::on_cpu(std::move(r), device_));

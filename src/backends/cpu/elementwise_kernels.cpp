@@ -82,9 +82,9 @@ std::vector<HostTensor> one(HostTensor t) {
 // out[i] = fn(a[i]), out of element type R.
 template <class R, class T, class Fn>
 Kernel map1(Shape shape, int64_t grain, Fn fn) {
-  return [shape = std::move(shape), grain, fn](std::span<const HostTensor> in, ExecContext&) {
+  return [shape = std::move(shape), grain, fn](std::span<const HostTensor> in, ExecContext& ctx) {
     const T* a = operand<T>(in, 0, shape);
-    HostTensor out = reuse_or_allocate(in, {0}, dtype_of<R>(), shape);
+    HostTensor out = reuse_or_allocate(in, {0}, dtype_of<R>(), shape, ctx);
     R* o = out.data_as<R>();  // may be `a`: each element is read before it is written
     for_elements(out.size(), grain, [a, o, fn](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) o[i] = fn(a[i]);
@@ -96,10 +96,10 @@ Kernel map1(Shape shape, int64_t grain, Fn fn) {
 // out[i] = fn(a[i], b[i]), out of element type R.
 template <class R, class T, class Fn>
 Kernel map2(Shape shape, int64_t grain, Fn fn) {
-  return [shape = std::move(shape), grain, fn](std::span<const HostTensor> in, ExecContext&) {
+  return [shape = std::move(shape), grain, fn](std::span<const HostTensor> in, ExecContext& ctx) {
     const T* a = operand<T>(in, 0, shape);
     const T* b = operand<T>(in, 1, shape);
-    HostTensor out = reuse_or_allocate(in, {0, 1}, dtype_of<R>(), shape);
+    HostTensor out = reuse_or_allocate(in, {0, 1}, dtype_of<R>(), shape, ctx);
     R* o = out.data_as<R>();  // may be `a` or `b`: each element is read before it is written
     for_elements(out.size(), grain, [a, b, o, fn](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) o[i] = fn(a[i], b[i]);
@@ -309,7 +309,7 @@ Kernel select_kernel(const ir::Operation& op, Compiler&) {
   Kernel k;
   visit_width(size_of(dt), [&](auto tag) {
     using W = typename decltype(tag)::type;
-    k = [shape, dt](std::span<const HostTensor> in, ExecContext&) {
+    k = [shape, dt](std::span<const HostTensor> in, ExecContext& ctx) {
       const bool* __restrict pred = operand<bool>(in, 0, shape);
       for (size_t i = 1; i < 3; ++i)
         if (in[i].dtype() != dt || in[i].shape() != shape)
@@ -317,7 +317,7 @@ Kernel select_kernel(const ir::Operation& op, Compiler&) {
                              ", expected " + dtype_name(dt) + shape_to_string(shape));
       const W* a = in[1].data_as<W>();
       const W* b = in[2].data_as<W>();
-      HostTensor out = reuse_or_allocate(in, {1, 2}, dt, shape);
+      HostTensor out = reuse_or_allocate(in, {1, 2}, dt, shape, ctx);
       W* o = out.data_as<W>();  // may be `a` or `b`: each element is read before it is written
       for_elements(out.size(), kGrain, [=](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) o[i] = pred[i] ? a[i] : b[i];
@@ -348,11 +348,11 @@ Kernel clamp_kernel(const ir::Operation& op, Compiler&) {
   visit_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = ew::compute_t<T, false>;
-    k = [=](std::span<const HostTensor> in, ExecContext&) {
+    k = [=](std::span<const HostTensor> in, ExecContext& ctx) {
       const T* l = operand<T>(in, 0, lo_shape);
       const T* a = operand<T>(in, 1, shape);
       const T* h = operand<T>(in, 2, hi_shape);
-      HostTensor out = reuse_or_allocate(in, {1}, dtype_of<T>(), shape);
+      HostTensor out = reuse_or_allocate(in, {1}, dtype_of<T>(), shape, ctx);
       T* o = out.data_as<T>();  // may be `a`: each element is read before it is written
       for_elements(out.size(), kGrain, [=](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {

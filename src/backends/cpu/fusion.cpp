@@ -293,7 +293,7 @@ void run_tiles(const FusedProgram& p, const std::vector<const void*>& in,
 
 Kernel fused_kernel(std::shared_ptr<const FusedProgram> program, std::string where) {
   return [p = std::move(program), where = std::move(where)](std::span<const HostTensor> in,
-                                                            ExecContext&) {
+                                                            ExecContext& ctx) {
     if (in.size() != p->inputs.size())
       throw RuntimeError(where + ": expects " + std::to_string(p->inputs.size()) + " inputs, got " +
                          std::to_string(in.size()));
@@ -311,14 +311,28 @@ Kernel fused_kernel(std::shared_ptr<const FusedProgram> program, std::string whe
     std::vector<HostTensor> results;
     std::vector<void*> out_data;
     std::vector<bool> taken(in.size(), false);
+    // Whether output node `node` may be written into input i's memory: every reference to that
+    // memory is one of this kernel's full inputs (an input and its reshaped views read the same
+    // element at the same index), and no node after `node` reads any of them.
+    auto reusable = [&](size_t i, int node) {
+      if (taken[i] || !p->inputs[i].full || in[i].dtype() != p->nodes[node].dtype) return false;
+      long sharers = 0;
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (in[j].data() != in[i].data()) continue;
+        if (!p->inputs[j].full || p->last_reader[j] > node) return false;
+        ++sharers;
+      }
+      return in[i].storage_owners() == sharers;
+    };
     for (int node : p->output_nodes) {
-      // An output may take a full input's memory if no later node of a tile reads that input.
-      int reuse = -1;
+      int reuse = -1;  // a donated argument's memory first
       for (size_t i = 0; i < in.size() && reuse < 0; ++i)
-        if (!taken[i] && p->inputs[i].full && p->last_reader[i] <= node && in[i].is_unique() &&
-            in[i].dtype() == p->nodes[node].dtype)
-          reuse = static_cast<int>(i);
-      if (reuse >= 0) taken[reuse] = true;
+        if (reusable(i, node) && ctx.is_donated(in[i].data())) reuse = static_cast<int>(i);
+      for (size_t i = 0; i < in.size() && reuse < 0; ++i)
+        if (reusable(i, node)) reuse = static_cast<int>(i);
+      if (reuse >= 0)
+        for (size_t j = 0; j < in.size(); ++j)
+          if (in[j].data() == in[reuse].data()) taken[j] = true;
       results.push_back(reuse >= 0 ? in[reuse]
                                    : HostTensor::uninitialized(p->nodes[node].dtype, p->shape));
       out_data.push_back(results.back().data());

@@ -4,6 +4,7 @@
 // Programs of their own and call them.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,6 +36,13 @@ struct SpmdDevice {
 struct ExecContext {
   const runtime::ExecuteOptions* options = nullptr;
   SpmdDevice* spmd = nullptr;  // nullptr outside compile_spmd: one device
+  // The memory of the arguments the executable received as their only owner (donated ones).
+  // A result that could go into several operands' memory takes one of these first, so that a
+  // donated buffer becomes the result that replaces it.
+  std::vector<const void*> donated;
+  bool is_donated(const void* p) const {
+    return std::find(donated.begin(), donated.end(), p) != donated.end();
+  }
 };
 
 // Inputs in operand order; returns one tensor per result. A factory copies what it needs from
@@ -134,7 +142,7 @@ void register_collective_kernels(KernelRegistry& r);   // all_reduce, all_gather
 // value), else a fresh tensor.
 HostTensor reuse_or_allocate(std::span<const HostTensor> in,
                              std::initializer_list<size_t> candidates, DType dtype,
-                             const Shape& shape);
+                             const Shape& shape, const ExecContext& ctx);
 
 // Whether the op exchanges data between devices (all_reduce, all_gather, reduce_scatter,
 // all_to_all, collective_permute, collective_broadcast).

@@ -180,11 +180,15 @@ std::shared_ptr<const Program> Compiler::compile_function(const ir::Function& fn
 
 HostTensor reuse_or_allocate(std::span<const HostTensor> in,
                              std::initializer_list<size_t> candidates, DType dtype,
-                             const Shape& shape) {
+                             const Shape& shape, const ExecContext& ctx) {
+  auto fits = [&](size_t i) {
+    return i < in.size() && in[i].is_unique() && in[i].dtype() == dtype &&
+           in[i].size() == num_elements(shape);
+  };
   for (size_t i : candidates)
-    if (i < in.size() && in[i].is_unique() && in[i].dtype() == dtype &&
-        in[i].size() == num_elements(shape))
-      return in[i].reshaped(shape);
+    if (fits(i) && ctx.is_donated(in[i].data())) return in[i].reshaped(shape);
+  for (size_t i : candidates)
+    if (fits(i)) return in[i].reshaped(shape);
   return HostTensor::uninitialized(dtype, shape);
 }
 

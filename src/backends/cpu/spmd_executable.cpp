@@ -48,7 +48,9 @@ class CpuSpmdExecutable final : public SpmdExecutable {
     auto run = [&](size_t i) {
       devices[i].comm = &comm;
       devices[i].device = local_[i];
-      cpu::ExecContext ctx{&options, &devices[i]};
+      cpu::ExecContext ctx;
+      ctx.options = &options;
+      ctx.spmd = &devices[i];
       try {
         std::vector<HostTensor> args;
         for (DeviceBuffer& a : per_device_args[i]) {

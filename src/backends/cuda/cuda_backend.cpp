@@ -430,7 +430,8 @@ std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<
   std::vector<DeviceArray> slots(p.num_slots);
   for (size_t i = 0; i < args.size(); ++i) slots[p.arg_slots[i]] = std::move(args[i]);
   std::vector<DeviceArray> inputs;
-  cpu::ExecContext ctx{&options};
+  cpu::ExecContext ctx;
+  ctx.options = &options;
   for (const Step& step : p.steps) {
     inputs.clear();
     for (size_t i = 0; i < step.inputs.size(); ++i) {
