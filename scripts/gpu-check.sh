@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, for a machine that has one: builds with the `default` preset (or
-# uses the build folder given, e.g. one carried over), then runs `cujax doctor`, the gpu-labelled
-# tests (NCCL's among them), `cujax bench scaling`, the benchmarks and the StableHLO conformance
-# suite on the cuda backend, and prints a short table last. Each stage has a time limit so that
-# the whole run stays under 9 minutes (about 4 on an H200, most of it the conformance suite,
-# which starts CUDA once per file).
+# uses the build folder given, e.g. one carried over), then runs `cujax doctor`, `cujax devices`
+# and the devices_env tests (cuda is the default backend), a short `cujax train` on it, the
+# gpu-labelled tests (NCCL's among them), `cujax bench scaling`, the benchmarks and the StableHLO
+# conformance suite on the cuda backend, and prints a short table last. Each stage has a time
+# limit so that the whole run stays under 9 minutes (about 4 on an H200, most of it the
+# conformance suite, which starts CUDA once per file).
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build, configured with --preset default)
 #        scripts/gpu-check.sh --pack [DIR]   strips cujax, cuda_test and cuda_bench from build/
 #                                            into DIR (default build-gpu-bin) with the shared
@@ -61,6 +62,13 @@ if [ ! -x "$build/cujax" ]; then
 fi
 
 stage doctor 30 "$build/cujax" doctor
+# cuda is the default backend: devices() lists the GPUs, and `cujax train` runs on cuda:0.
+stage devices 30 "$build/cujax" devices
+if [ -f "$build/CTestTestfile.cmake" ]; then
+  stage devices-env 60 ctest --test-dir "$build" -R '^devices_env\.' --output-on-failure
+fi
+stage train 120 "$build/cujax" train --config tiny --steps 30 --log-every 10 --eval-every 30 \
+  --data README.md --out "$log/run"
 if [ -f "$build/CTestTestfile.cmake" ]; then
   stage gpu-tests 90 ctest --test-dir "$build" -L gpu --output-on-failure -j 4
 else  # a packed folder: the test binary alone
@@ -80,6 +88,8 @@ echo
 echo "=== summary"
 for row in "${table[@]}"; do echo "$row"; done
 grep -h "GPU used\|GPU not used" "$log/doctor.txt" 2>/dev/null
+grep -h "^default backend" "$log/devices.txt" 2>/dev/null
+grep -h "^training on\|^trained steps" "$log/train.txt" 2>/dev/null
 grep -h "tests passed\|tests failed\|^\[  PASSED\|^\[  FAILED  \] [0-9]" "$log/gpu-tests.txt" 2>/dev/null
 skipped="$(grep -c "(Skipped)\|^\[  SKIPPED \] .*ms)" "$log/gpu-tests.txt" 2>/dev/null)"
 [ "${skipped:-0}" -gt 0 ] && echo "gpu tests skipped: $skipped (no usable device: see doctor)"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds cujax and runs every test (unit tests and the StableHLO conformance suite) through CTest.
-# Usage: scripts/test.sh [preset]   (default preset: cpu; "default" builds CUDA when found)
+# Usage: scripts/test.sh [preset]   (default: `default`, with CUDA, when a CUDA toolkit and an
+# NVIDIA GPU are here, else `cpu`; see scripts/preset.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset="${1:-cpu}"
+if [ -n "${1:-}" ]; then CUJAX_PRESET="$1"; fi
+source scripts/preset.sh
 jobs="$(nproc)"
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$jobs"

@@ -15,6 +15,7 @@
 #include <functional>
 #include <thread>
 
+#include "cujax/devices.h"
 #include "cujax/distributed.h"
 #include "cujax/grad.h"
 #include "cujax/jit.h"
@@ -231,5 +232,27 @@ TEST(MultiProcess, SyncGlobalDevices) {
       EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
     }
     sync_global_devices("end");
+  });
+}
+
+// 2 processes x 3 devices: devices() lists all six in every process, each with the process that
+// runs it (as collectives route them), and local_devices() this process's three.
+TEST(MultiProcess, DevicesSpanTheProcesses) {
+  run_processes(2, 3, [](int process) {
+    const std::vector<Device> all = devices("cpu");
+    ASSERT_EQ(all.size(), 6u);
+    for (int id = 0; id < 6; ++id) {
+      EXPECT_EQ(all[id].id, id);
+      EXPECT_EQ(all[id].process_index, distributed::process_of_device(id));
+      EXPECT_EQ(all[id].process_index, id / 3);
+      EXPECT_EQ(all[id].local_hardware_id, id % 3);
+    }
+    const std::vector<Device> mine = local_devices("cpu");
+    ASSERT_EQ(mine.size(), 3u);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(mine[i], all[3 * process + i]);
+    EXPECT_EQ(device_count("cpu"), 6);
+    EXPECT_EQ(local_device_count("cpu"), 3);
+    // The mesh make_mesh builds is over the same global ids.
+    EXPECT_EQ(make_mesh({6}, {"data"}).devices(), (std::vector<int>{0, 1, 2, 3, 4, 5}));
   });
 }

@@ -73,9 +73,9 @@ class Exported {
   void save(const std::string& path) const;
   static Exported load(const std::string& path);
 
-  // Compiles for `platform` ("": cuda when available and listed, else cpu) unless compiled
-  // already; every copy of this Exported shares the result. After it, a call neither traces
-  // nor compiles.
+  // Compiles for `platform` ("": the default backend when listed, else another listed one
+  // that is available) unless compiled already; every copy of this Exported shares the result.
+  // After it, a call neither traces nor compiles.
   void compile(const std::string& platform = "") const;
   bool is_compiled() const;
   // The platform compiled for ("" before compile()).

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cujax/array.h"
+#include "cujax/devices.h"
 #include "cujax/runtime/spmd.h"
 #include "cujax/sharding.h"
 #include "cujax/trace/trace.h"
@@ -35,11 +36,11 @@
 namespace cujax {
 
 struct JitOptions {
-  std::string name = "fn";             // shown in logs and as the module name (jit_<name>)
-  std::vector<int> static_argnums;     // Array arguments whose values key the cache
-  std::vector<int> donate_argnums;     // arguments whose buffers the call may consume
-  std::vector<std::string> arg_names;  // names for cache-miss messages (default arg0, ...)
-  std::string platform = "cpu";
+  std::string name = "fn";                   // shown in logs and as the module name (jit_<name>)
+  std::vector<int> static_argnums;           // Array arguments whose values key the cache
+  std::vector<int> donate_argnums;           // arguments whose buffers the call may consume
+  std::vector<std::string> arg_names;        // names for cache-miss messages (default arg0, ...)
+  std::string platform = default_backend();  // the backend that compiles and runs it
   // Per argument (all its leaves), the sharding the program expects; unset: the argument's
   // own (an unsharded argument is replicated). Arrays of another sharding are resharded.
   std::vector<std::optional<Sharding>> in_shardings;

@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cuda/driver/driver.h"
 #include "cujax/core/error.h"
+#include "runtime/platforms.h"
 #ifdef CUJAX_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #endif
@@ -10,7 +11,8 @@ namespace cujax::runtime {
 namespace {
 
 #ifdef CUJAX_HAVE_CUDA
-// The cuda backend, created on first use when the driver has a device; otherwise the reason.
+// The cuda backend, created on first use when the driver has a device and the chosen platforms
+// (CUJAX_PLATFORMS) include it; otherwise the reason.
 struct CudaSlot {
   std::unique_ptr<Backend> backend;
   std::string reason;
@@ -18,6 +20,8 @@ struct CudaSlot {
 const CudaSlot& cuda_slot() {
   static const CudaSlot slot = [] {
     CudaSlot s;
+    s.reason = excluded_reason("cuda");
+    if (!s.reason.empty()) return s;
     const cuda::Driver& driver = cuda::Driver::system();
     if (!driver.usable()) {
       s.reason = driver.reason();

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "cujax/devices.h"
+#include "runtime/platforms.h"
+
 namespace cujax::cli {
 
 namespace {
@@ -95,6 +98,15 @@ double Args::number(const std::string& name, double fallback, double min) const 
     throw UsageError("--" + name + " must be at least " + bound + ", got " + *s);
   }
   return v;
+}
+
+std::string use_platform(const std::optional<std::string>& requested) {
+  try {
+    if (requested) runtime::set_platforms(*requested, "--platform " + *requested);
+    return default_backend();
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 }  // namespace cujax::cli

@@ -41,4 +41,12 @@ class Args {
   std::vector<std::string> positional_;
 };
 
+// The backend a command runs on: `requested` (--platform, in CUJAX_PLATFORMS's forms: cpu,
+// cuda or a list such as cuda,cpu) overrides the default backend. Call it before anything starts
+// a backend. A platform that cannot start, or a bad name, is a UsageError saying why.
+std::string use_platform(const std::optional<std::string>& requested);
+inline std::string use_platform(const Args& args) {
+  return use_platform(args.optional_string("platform"));
+}
+
 }  // namespace cujax::cli

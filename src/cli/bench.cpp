@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cujax/jit.h"
 #include "cujax/numpy.h"
 
@@ -41,9 +42,14 @@ std::string peer_python() {
   return "python3";
 }
 
-int bench_dispatch() {
+int bench_dispatch(const std::vector<std::string>& argv) {
+  const Args args(argv, {"platform"});
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const std::string platform = use_platform(args);  // before JitOptions reads the default
   JitOptions options;
   options.name = "tiny";
+  options.platform = platform;
   auto tiny = jit([](const Array& x) { return x + 1.0; }, options);
   Array x = jnp::ones({1});
   const auto t0 = clock::now();
@@ -72,7 +78,7 @@ int bench_dispatch() {
   const double dispatch_us = median_of(dispatch);
   const double torch_us = torch_overhead_us();
 
-  std::printf("cujax bench dispatch (cpu backend, f32[1] x + 1)\n");
+  std::printf("cujax bench dispatch (%s backend, f32[1] x + 1)\n", options.platform.c_str());
   std::printf("%-44s %12s\n", "measurement", "time");
   std::printf("%-44s %9.1f us\n", "first call (trace + compile + run)", first_us);
   std::printf("%-44s %9.2f us\n", "steady-state call with block_until_ready", steady_us);

@@ -25,11 +25,10 @@ struct StepTiming {
 // `place` may shard, compiled for `platform`. Runs steps + 2 steps: the first two compile and
 // warm up and are not timed.
 StepTiming time_train_step(const models::TransformerConfig& config, int64_t batch, int64_t seq,
-                           int64_t steps,
-                           const std::function<data::Batch(data::Batch)>& place = nullptr,
-                           const std::string& platform = "cpu");
+                           int64_t steps, const std::function<data::Batch(data::Batch)>& place,
+                           const std::string& platform);
 
-int bench_dispatch();
+int bench_dispatch(const std::vector<std::string>& args);
 int bench_train(const std::vector<std::string>& args);
 int bench_scaling(const std::vector<std::string>& args);
 // Built only with cpp-httplib, as `cujax serve`.

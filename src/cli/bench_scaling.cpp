@@ -1,6 +1,7 @@
 // `cujax bench scaling`: the tiny transformer's training step, data-parallel over 1, 2, 4 and 8
 // virtual CPU devices with the same global batch, and the share of each step spent in
-// collectives (the gradients' all_reduces).
+// collectives (the gradients' all_reduces). On cuda (--platform cuda, the default on a GPU
+// machine) also the step on cuda:0 and NCCL's all_reduce of its gradients over every GPU.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -75,13 +76,14 @@ void bench_cuda(const models::TransformerConfig& config, int64_t batch, int64_t 
 }  // namespace
 
 int bench_scaling(const std::vector<std::string>& argv) {
-  const Args args(argv, {"batch", "steps"});
+  const Args args(argv, {"batch", "steps", "platform"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   const int64_t batch = args.integer("batch", 16, 1), steps = args.integer("steps", 5, 1);
   if (batch % kMaxDevices != 0)
     throw UsageError("--batch " + std::to_string(batch) + " must divide by " +
                      std::to_string(kMaxDevices) + ", the most devices measured");
+  const std::string platform = use_platform(args);
   // The environment's count, where it names one, bounds the devices measured.
   const std::optional<int> env = runtime::cpu_devices_from_environment();
   if (!env) runtime::set_num_cpu_devices(kMaxDevices);
@@ -106,7 +108,7 @@ int bench_scaling(const std::vector<std::string>& argv) {
     };
     const StepTiming r =
         time_train_step(config, batch, seq, steps,
-                        n > 1 ? std::function<data::Batch(data::Batch)>(shard) : nullptr);
+                        n > 1 ? std::function<data::Batch(data::Batch)>(shard) : nullptr, "cpu");
     if (n == 1) one_ms = r.ms;
     std::printf("%8d %12lld %10.1f %12.0f %9.2fx %15.1f %13.1f%%\n", n,
                 static_cast<long long>(batch / n), r.ms,
@@ -124,9 +126,7 @@ int bench_scaling(const std::vector<std::string>& argv) {
       "partitioning and collectives, not a speed-up. Collective time is the mean per device, "
       "waiting for the slowest device included.\n",
       cores);
-  const auto platforms = runtime::available_platforms();
-  if (std::find(platforms.begin(), platforms.end(), "cuda") != platforms.end())
-    bench_cuda(config, batch, seq, steps);
+  if (platform == "cuda") bench_cuda(config, batch, seq, steps);
   return 0;
 }
 

@@ -1,11 +1,13 @@
-// `cujax bench train`: one training step of the tiny transformer on the CPU, against the same
-// model and step written in PyTorch and measured in the same run.
+// `cujax bench train`: one training step of the tiny transformer on the default backend (or
+// --platform), against the same model and step written in PyTorch on the CPU, measured in the
+// same run.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/bench.h"
 #include "cujax/models/lm.h"
 
@@ -33,10 +35,14 @@ double torch_ms_per_step(const models::TransformerConfig& c, int64_t batch, int6
 
 }  // namespace
 
-int bench_train(const std::vector<std::string>&) {
+int bench_train(const std::vector<std::string>& argv) {
+  const Args args(argv, {"platform"});
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const std::string platform = use_platform(args);
   const models::TransformerConfig config = models::tiny_config();
   const int64_t batch = 16, seq = config.max_len, steps = 10;
-  const StepTiming t = time_train_step(config, batch, seq, steps);
+  const StepTiming t = time_train_step(config, batch, seq, steps, nullptr, platform);
   const double cujax_ms = t.ms;
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   const double torch_ms = torch_ms_per_step(config, batch, seq, steps, threads);
@@ -48,8 +54,8 @@ int bench_train(const std::vector<std::string>&) {
       static_cast<long long>(t.parameters), static_cast<long long>(batch),
       static_cast<long long>(seq), threads, static_cast<long long>(steps));
   std::printf("%-40s %10s %12s\n", "", "ms/step", "tokens/s");
-  std::printf("%-40s %10.1f %12.0f\n", "cujax (cpu backend, jitted step)", cujax_ms,
-              tokens / cujax_ms * 1e3);
+  std::printf("%-40s %10.1f %12.0f\n", ("cujax (" + platform + " backend, jitted step)").c_str(),
+              cujax_ms, tokens / cujax_ms * 1e3);
   if (torch_ms > 0) {
     std::printf("%-40s %10.1f %12.0f\n", "PyTorch CPU eager (same model and step)", torch_ms,
                 tokens / torch_ms * 1e3);

@@ -74,9 +74,11 @@ int export_serve(const Args& args, LoadedModel& m, const std::string& out) {
 }  // namespace
 
 int export_command(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "fn", "batch", "seq", "max-batch", "max-seq", "out"});
+  const Args args(argv, {"model", "fn", "batch", "seq", "max-batch", "max-seq", "out", "platform"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  // Where the model loads and traces; the artifact runs on every platform it lists.
+  use_platform(args);
   if (!args.has("model")) throw UsageError("--model DIR is required (a cujax train --out folder)");
   if (!args.has("out")) throw UsageError("--out FILE is required");
   const std::string fn = args.string("fn", "forward");

@@ -1,6 +1,7 @@
 // The `cujax` command.
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,45 +17,52 @@
 #endif
 #include "cli/train.h"
 #include "cujax/core/error.h"
+#include "cujax/devices.h"
 #include "cujax/runtime/backend.h"
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: cujax <command> [options]
 
+Every command that computes runs on the default backend (cuda when this build has CUDA and a
+GPU can be used, else cpu; CUJAX_PLATFORMS overrides it) or on --platform cpu|cuda.
+
 commands:
-  devices                      list the devices of every available platform
+  devices                      list the devices of every available platform and the default
   doctor                       explain why a GPU is or is not used, and what to do
   stablehlo-test FILE|DIR...   run StableHLO test programs and their check.* calls
-      --platform NAME          backend to run on (default: cpu)
+      --platform NAME          backend to run on (default: the default backend)
       -j N                     files run at once (default: 1)
       --timeout SECONDS        limit per file (default: 60)
       --min-pass-rate R        exit 0 when at least this fraction passes (default: 1)
       -v                       also list the files that pass
   train [options]              train a transformer language model (docs/training.md)
       --config tiny|small|gpt2 --data FILE|DIR --steps N --batch B --seq T --lr LR
-      --seed S --log-every N --eval-every N --checkpoint-every N --out DIR
+      --seed S --log-every N --eval-every N --checkpoint-every N --out DIR --platform P
       --mesh data=N[,model=M]  data (and tensor) parallel over N*M virtual cpu devices,
                                split over the processes under mpirun, or given
       --coordinator HOST:PORT --num-processes N --process-id I   (TCP, docs/sharding.md)
   generate --model DIR         sample text from a trained model, with the KV cache
-      --prompt TEXT --max-tokens N --temperature T --top-k K --seed S
-  export --model DIR --out FILE
+      --prompt TEXT --max-tokens N --temperature T --top-k K --seed S --platform P
+  export --model DIR --out FILE [--platform P]
       --fn forward|generate_step --batch B --seq T
                                a trained model as a portable artifact, weights included
       --fn serve --max-batch B --max-seq T
                                the serving bundle `cujax serve --model FILE` runs
-  run FILE --input X.npy... --output OUT.npy... [--print]
+  run FILE --input X.npy... --output OUT.npy... [--print] [--platform P]
                                run an exported artifact on .npy inputs (docs/export.md)
   serve --model DIR|FILE       HTTP JSON API with continuous batching (docs/serving.md);
                                FILE: a serving bundle, which fixes max-batch and max-seq
       --host H --port P --max-batch B --max-queue Q --max-seq T --auth-token-file F
-  bench dispatch               time of a jitted call: first (trace + compile) and steady state
-  bench train                  ms/step and tokens/s of the tiny config against PyTorch CPU
-  bench scaling [--batch B --steps N]
-                               the tiny training step data-parallel on 1, 2, 4, 8 cpu devices
+      --platform P
+  bench dispatch [--platform P]
+                               time of a jitted call: first (trace + compile) and steady state
+  bench train [--platform P]   ms/step and tokens/s of the tiny config against PyTorch CPU
+  bench scaling [--batch B --steps N --platform P]
+                               the tiny training step data-parallel on 1, 2, 4, 8 cpu devices;
+                               on cuda also the step on cuda:0 and NCCL over every GPU
   bench serve                  req/s, tok/s and latency of the HTTP server, batched and not
-      --clients C --seconds S --max-tokens N --max-batch B --model DIR
+      --clients C --seconds S --max-tokens N --max-batch B --model DIR --platform P
   version                      print the version
 )";
 
@@ -72,14 +80,14 @@ int devices_command() {
       std::printf("%-8s %-3d %-24s %-12s %s\n", d.platform.c_str(), d.id, d.kind.c_str(),
                   human_bytes(d.memory_bytes).c_str(), d.detail.c_str());
   }
-  const std::string why = cujax::runtime::unavailable_reason("cuda");
-  if (!why.empty())
-    std::printf("%-8s %-3s unavailable: %s (see `cujax doctor`)\n", "cuda", "-", why.c_str());
-  return 0;
+  bool ok = false;
+  std::printf("%s\n", cujax::cli::default_backend_line(ok).c_str());
+  return ok ? 0 : 1;
 }
 
 int stablehlo_test_command(const std::vector<std::string>& args) {
   cujax::cli::ConformanceOptions options;
+  std::optional<std::string> platform;
   std::vector<std::string> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -88,7 +96,7 @@ int stablehlo_test_command(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (a == "--platform")
-      options.platform = value();
+      platform = value();
     else if (a == "-j")
       options.jobs = std::stoi(value());
     else if (a == "--timeout")
@@ -103,6 +111,7 @@ int stablehlo_test_command(const std::vector<std::string>& args) {
       inputs.push_back(a);
   }
   if (inputs.empty()) throw cujax::Error("stablehlo-test needs at least one FILE or DIR");
+  options.platform = cujax::cli::use_platform(platform);
   return cujax::cli::run_conformance(inputs, options);
 }
 
@@ -128,7 +137,8 @@ int main(int argc, char** argv) {
     if (command == "serve") return cujax::cli::serve_command(args);
 #endif
     if (command == "bench") {
-      if (!args.empty() && args[0] == "dispatch") return cujax::cli::bench_dispatch();
+      if (!args.empty() && args[0] == "dispatch")
+        return cujax::cli::bench_dispatch({args.begin() + 1, args.end()});
       if (!args.empty() && args[0] == "train")
         return cujax::cli::bench_train({args.begin() + 1, args.end()});
       if (!args.empty() && args[0] == "scaling")

@@ -5,6 +5,7 @@
 #include <exception>
 #include <optional>
 
+#include "cli/args.h"
 #include "cujax/core/npy.h"
 #include "cujax/export.h"
 
@@ -13,7 +14,7 @@ namespace cujax::cli {
 namespace {
 
 constexpr const char* kRunUsage =
-    "usage: cujax run FILE [--input X.npy]... [--output OUT.npy]... [--print]";
+    "usage: cujax run FILE [--input X.npy]... [--output OUT.npy]... [--print] [--platform P]";
 
 std::string leaf_list(const std::vector<ExportedLeaf>& leaves) {
   std::string s;
@@ -66,6 +67,7 @@ struct Prepared {
 Prepared prepare(const std::vector<std::string>& args) {
   Prepared p;
   std::vector<std::string> inputs;
+  std::optional<std::string> platform;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -78,6 +80,8 @@ Prepared prepare(const std::vector<std::string>& args) {
       p.outputs.push_back(value());
     else if (a == "--print")
       p.print = true;
+    else if (a == "--platform")
+      platform = value();
     else if (!a.empty() && a[0] == '-')
       throw Error("unknown option " + a + "; " + kRunUsage);
     else if (p.file.empty())
@@ -88,6 +92,7 @@ Prepared prepare(const std::vector<std::string>& args) {
   if (p.file.empty()) throw Error(std::string("no artifact FILE given; ") + kRunUsage);
   if (p.outputs.empty() && !p.print)
     throw Error("nothing to do: give --output OUT.npy per output, or --print");
+  const std::string backend = use_platform(platform);
   p.exported = Exported::load(p.file);
   const auto& in = p.exported->in_leaves();
   const auto& out = p.exported->out_leaves();
@@ -105,7 +110,8 @@ Prepared prepare(const std::vector<std::string>& args) {
     p.inputs.push_back(array(t));
   }
   // An artifact for another platform, or one the backend cannot compile, is bad input too.
-  p.exported->compile();
+  // Without --platform, an artifact not for the default backend runs on another it lists.
+  p.exported->compile(platform ? backend : "");
   return p;
 }
 

@@ -19,6 +19,7 @@
 #include "cli/model_dir.h"
 #include "cujax/checkpoint.h"
 #include "cujax/data.h"
+#include "cujax/devices.h"
 #include "cujax/distributed.h"
 #include "cujax/metrics_log.h"
 #include "cujax/models/lm.h"
@@ -269,11 +270,15 @@ int train_command(const std::vector<std::string>& argv) {
   const std::vector<std::string> run_options = {"config", "data", "steps",  "batch",
                                                 "seq",    "lr",   "warmup", "seed"};
   std::vector<std::string> options = run_options;
-  options.insert(options.end(), {"log-every", "eval-every", "eval-batches", "checkpoint-every",
-                                 "out", "mesh", "coordinator", "num-processes", "process-id"});
+  options.insert(options.end(),
+                 {"log-every", "eval-every", "eval-batches", "checkpoint-every", "out", "mesh",
+                  "coordinator", "num-processes", "process-id", "platform"});
   const Args args(argv, options, {"resume", "overwrite"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  // Like the mesh, the platform changes where the step runs, not what it computes: --resume
+  // may change it.
+  const std::string platform = use_platform(args);
   const bool resume = args.flag("resume");
   if (resume && args.flag("overwrite"))
     throw UsageError("--resume and --overwrite exclude each other");
@@ -374,8 +379,8 @@ int train_command(const std::vector<std::string>& argv) {
   const optax::GradientTransformation tx = models::make_optimizer(opt);
   State params = nnx::state(model, nnx::VariableKind::Param);
   State opt_state = tx.init(params);
-  models::TrainStep train_step = models::make_train_step(model, tx);
-  models::EvalStep eval_step = models::make_eval_step(model);
+  models::TrainStep train_step = models::make_train_step(model, tx, platform);
+  models::EvalStep eval_step = models::make_eval_step(model, platform);
 
   // Parameters and optimizer state are saved at the same steps, in two managers: generate,
   // export and serve read the parameters only. Process 0 makes them (which also clears what
@@ -434,9 +439,9 @@ int train_command(const std::vector<std::string>& argv) {
                                                " device(s)"
                                          : "";
     if (writer)
-      std::printf("mesh: %s on cpu:0..%lld%s; batches %s; parameters and optimizer state %s\n",
-                  mesh->str().c_str(), static_cast<long long>(mesh->size() - 1), across.c_str(),
-                  batch_sharding.spec().str().c_str(),
+      std::printf("mesh: %s on %s:0..%lld%s; batches %s; parameters and optimizer state %s\n",
+                  mesh->str().c_str(), platform.c_str(), static_cast<long long>(mesh->size() - 1),
+                  across.c_str(), batch_sharding.spec().str().c_str(),
                   split ? "replicated, but the MLP and attention kernels split over 'model'"
                         : "replicated");
   }
@@ -449,6 +454,10 @@ int train_command(const std::vector<std::string>& argv) {
         static_cast<long long>(splits.train.num_examples()),
         static_cast<long long>(splits.validation.num_examples()), static_cast<long long>(seq_len));
     std::printf("unigram baseline on the validation set: %.3f nats/token\n", unigram);
+    if (!mesh) {
+      const Device device = local_devices(platform).front();
+      std::printf("training on %s (%s)\n", device.str().c_str(), device.device_kind.c_str());
+    }
     std::fflush(stdout);
   }
 

@@ -12,6 +12,7 @@
 
 #include "cujax/core/json.h"
 #include "cujax/core/sha256.h"
+#include "cujax/devices.h"
 #include "cujax/export.h"
 #include "cujax/ir/parser.h"
 #include "cujax/ir/verifier.h"
@@ -292,8 +293,9 @@ void Exported::compile(const std::string& platform) const {
   std::lock_guard<std::mutex> lock(cache_->mu);
   std::string chosen = platform;
   if (chosen.empty()) {
+    // The default backend first, as jax.export's call runs on it, then any other it can use.
     const auto available = runtime::available_platforms();
-    for (const char* p : {"cuda", "cpu"}) {
+    for (const std::string& p : {default_backend(), std::string("cuda"), std::string("cpu")}) {
       const bool listed = std::find(platforms_.begin(), platforms_.end(), p) != platforms_.end();
       const bool present = std::find(available.begin(), available.end(), p) != available.end();
       if (listed && present) {

@@ -74,9 +74,10 @@ Array EvalStepFn::operator()(const State& params, const data::Batch& batch) cons
   return lm_loss(*model, params, batch);
 }
 
-EvalStep make_eval_step(TransformerLM& model) {
+EvalStep make_eval_step(TransformerLM& model, std::string platform) {
   JitOptions options;
   options.name = "eval_step";
+  options.platform = std::move(platform);
   options.arg_names = {"params", "batch"};
   return jit(EvalStepFn{&model}, options);
 }

@@ -49,7 +49,7 @@ using TrainStep = Jitted<TrainStepFn>;
 // Jitted with params and opt_state donated: their buffers are reused for the results, so the
 // caller must not use the arguments after the call. `platform` is the backend it compiles for.
 TrainStep make_train_step(TransformerLM& model, optax::GradientTransformation tx,
-                          std::string platform = "cpu");
+                          std::string platform = default_backend());
 
 // (params, batch) -> loss.
 struct EvalStepFn {
@@ -57,7 +57,7 @@ struct EvalStepFn {
   Array operator()(const State& params, const data::Batch& batch) const;
 };
 using EvalStep = Jitted<EvalStepFn>;
-EvalStep make_eval_step(TransformerLM& model);
+EvalStep make_eval_step(TransformerLM& model, std::string platform = default_backend());
 
 struct SampleOptions {
   int64_t max_tokens = 100;
