@@ -175,7 +175,8 @@ TEST_F(TwoDevices, CommittedArraysDecideWhereOpsRun) {
   EXPECT_FALSE(d.committed());
   EXPECT_EQ(d.devices(), std::vector<std::string>{"cpu:0"});
 
-  Array e = device_put(a, "cpu", 0);
+  Array e = device_put(a, devices("cpu")[0]);
+  EXPECT_TRUE(e.committed());
   expect_error([&] { (void)(e + b); }, {"incompatible devices", "cpu:0", "cpu:1"});
 }
 

@@ -13,6 +13,7 @@
 
 #include "cujax/array.h"
 #include "cujax/core/shape.h"
+#include "cujax/devices.h"
 
 namespace cujax {
 
@@ -132,8 +133,9 @@ Sharding sharding_from_hlo(const Mesh& mesh, const Shape& shape, const HloShardi
 // `x` is the global value (every process passes the same, as a data loader with the same seed
 // gives) and only this process's shards are kept.
 Array device_put(const Array& x, const Sharding& sharding);
-// Places x on one device ("cuda", 0), committed there: ops on it run on that device. A copy
-// when x is elsewhere (a device-to-device transfer), else the same buffer.
+// Places x on one device (jax.device_put(x, device)), committed there: ops on it run on that
+// device. A copy when x is elsewhere (a device-to-device transfer), else the same buffer.
+Array device_put(const Array& x, const Device& device);
 Array device_put(const Array& x, const std::string& platform, int device);
 
 struct Shard {

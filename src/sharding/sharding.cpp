@@ -448,6 +448,16 @@ Array device_put(const Array& x, const Sharding& sharding) {
   return Array(impl);
 }
 
+Array device_put(const Array& x, const Device& device) {
+  if (device.process_index != distributed::process_index())
+    throw Error("device_put: " + device.str() + " belongs to process " +
+                std::to_string(device.process_index) + ", not to this one (" +
+                std::to_string(distributed::process_index()) + ")");
+  // cpu arrays name their device by its global id, as shardings do; GPUs by their ordinal here.
+  return device_put(x, device.platform,
+                    device.platform == "cpu" ? device.id : device.local_hardware_id);
+}
+
 Array device_put(const Array& x, const std::string& platform, int device) {
   if (x.is_tracer()) throw ConcretizationError("device_put of a traced array to a device");
   if (x.impl()->sharding) return device_put(array(x.to_host(), x.weak_type()), platform, device);

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "cujax/devices.h"
 #include "cujax/distributed.h"
 #include "cujax/ir/ir.h"
 #include "cujax/runtime/backend.h"
@@ -183,6 +184,7 @@ std::string Array::sharding() const {
 Array array(const HostTensor& value, bool weak_type) {
   auto impl = std::make_shared<ArrayImpl>();
   impl->aval = ShapeDtype{value.shape(), value.dtype(), weak_type};
+  impl->platform = default_backend();  // uncommitted, on the default device as in JAX
   impl->buffer = std::make_shared<runtime::Buffer>(
       runtime::transfer_to_device(value, impl->platform, impl->device_id, true, impl->aval.str()));
   return Array(impl);
