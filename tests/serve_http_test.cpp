@@ -22,7 +22,7 @@ TEST(ServeHttp, HealthzIs503UntilTheEngineIsReadyAndMaxSeqIsEnforced) {
   nnx::Rngs rngs(0);
   models::TransformerLM model(testutil::small_transformer(256, 24, 32), rngs);  // byte vocabulary
   serve::Engine engine(model, nnx::state(model, nnx::VariableKind::Param), 2, 4, /*max_seq=*/12);
-  cli::HttpServer server(engine, "");
+  cli::HttpServer server(engine, cli::HttpOptions{});
   const int port = server.listen("127.0.0.1", 0);
   httplib::Client client("127.0.0.1", port);
   // The server answers before start(): this is the window a load balancer sees while the

@@ -34,7 +34,7 @@ int get_status(httplib::Client& client, const std::string& path) {
 Figures run(models::TransformerLM& model, const State& params, int64_t max_batch, int64_t clients,
             double seconds, int64_t max_tokens) {
   serve::Engine engine(model, params, max_batch, /*max_queue=*/clients);
-  HttpServer server(engine, "");
+  HttpServer server(engine, HttpOptions{});
   const int port = server.listen("127.0.0.1", 0);
   httplib::Client probe("127.0.0.1", port);
   // The order is ours here, so this is a check, not a race: 503 until start() returns.

@@ -74,6 +74,8 @@ class Engine {
   EngineStats stats() const;
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
+  int64_t max_queue() const { return max_queue_; }
+  int64_t vocab_size() const { return steps_.vocab_size; }
   const std::vector<int64_t>& prefill_buckets() const { return buckets_; }
 
  private:
