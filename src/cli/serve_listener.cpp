@@ -161,6 +161,10 @@ int Listener::start(const std::string& host, int port) {
     bound = -1;
   if (bound < 0) throw Error("cannot listen on " + host + ":" + std::to_string(port));
   listen_fd_ = svr_sock_;
+  // httplib listens with a backlog of 5: a burst of connections past it has its SYNs dropped
+  // and retried a second later, whatever the poll thread does. Listening again sets the
+  // backlog (Linux).
+  ::listen(listen_fd_, SOMAXCONN);
   ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error("cujax serve: eventfd: " + std::string(std::strerror(errno)));
