@@ -55,6 +55,7 @@ commands:
                                the tiny training step data-parallel on 1, 2, 4, 8 cpu devices
   bench serve                  req/s, tok/s and latency of the HTTP server, batched and not
       --clients C --seconds S --max-tokens N --max-batch B --model DIR
+      --endpoint completions|generate
   version                      print the version
 )";
 
