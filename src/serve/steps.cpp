@@ -84,6 +84,19 @@ Array sample(const Array& logits, const Array& positions, const Array& seeds,
   return jnp::where(jnp::less(0.0f, temperatures), draw(seeds, positions, masked), greedy);
 }
 
+// Each slot's new key or value (B, 1, heads, head_dim) written into its rows of the cache
+// (B, max_seq, heads, head_dim) at its own position: a dynamic_update_slice per slot, mapped
+// over the slots, which vmap turns into one scatter of B windows. Only the B new rows are
+// written, where a `where` over a one-hot position mask rewrote the whole cache every step; a
+// backend that updates a donated operand in place touches nothing else.
+Array write_at(const Array& cache, const Array& kv, const Array& positions) {
+  const auto write = vmap([](const Array& rows, const Array& row, const Array& position) {
+    const Array zero = jnp::zeros({}, DType::I32);
+    return lax::dynamic_update_slice(rows, row, {position, zero, zero});
+  });
+  return write(cache, kv, positions);
+}
+
 // One decode step of every slot: tokens (B, 1) at positions (B,) -> the next tokens (B,) and
 // the cache with each slot's key and value written at its own position. The blocks' arithmetic
 // is Block::operator()'s; only the cache write and the mask are per row.
@@ -97,8 +110,7 @@ std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& par
   const Array logits = nnx::functional_call(model, params, [&] {
     const Array slots = jnp::arange(max_seq, DType::I32);
     const Array pos = jnp::reshape(positions, Shape{batch, 1});
-    // write (B, S, 1, 1): the row's own position; visible (B, 1, 1, S): key_pos <= position.
-    const Array write = jnp::reshape(jnp::equal(slots, pos), Shape{batch, max_seq, 1, 1});
+    // visible (B, 1, 1, S): key_pos <= position.
     const Array visible = jnp::reshape(jnp::less_equal(slots, pos), Shape{batch, 1, 1, max_seq});
     Array x =
         model.embed(tokens) + jnp::reshape(model.pos_embed(positions), Shape{batch, 1, d_model});
@@ -106,8 +118,8 @@ std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& par
       models::Block& block = *model.blocks[i];
       nnx::MultiHeadAttention& attn = block.attn;
       const Array h = block.ln1(x);
-      const Array k = jnp::where(write, attn.key(h), cache.at(key_path(i)));
-      const Array v = jnp::where(write, attn.value(h), cache.at(value_path(i)));
+      const Array k = write_at(cache.at(key_path(i)), attn.key(h), positions);
+      const Array v = write_at(cache.at(value_path(i)), attn.value(h), positions);
       new_cache.set(key_path(i), k);
       new_cache.set(value_path(i), v);
       x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, visible, std::nullopt,
