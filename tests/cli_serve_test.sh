@@ -164,7 +164,7 @@ PY
 }
 oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "n": 2}' n
 oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "max_tokens": 100000}' max_tokens
-oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "top_p": 0.5}' top_p
+oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "top_p": 0}' top_p
 oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "presence_penalty": 1}' presence_penalty
 oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi"' ""
 oa_expect 404 /v1/completions '{"model": "gpt-4o", "prompt": "Hi"}' model
@@ -251,8 +251,8 @@ b[len(b) // 2] ^= 1
 open(sys.argv[2], "wb").write(b)
 PY
 serve_error "$work/flipped.serve" "$work/flipped.serve: not a valid serving bundle: checksum mismatch"
-LC_ALL=C sed '1s/^cujax-serve-bundle 1$/cujax-serve-bundle 2/' "$model" >"$work/v2.serve"
-serve_error "$work/v2.serve" "$work/v2.serve: not a valid serving bundle: format version 2"
+LC_ALL=C sed '1s/^cujax-serve-bundle 2$/cujax-serve-bundle 3/' "$model" >"$work/v3.serve"
+serve_error "$work/v3.serve" "$work/v3.serve: not a valid serving bundle: format version 3"
 "$cujax" export --model "$work/model.away" --fn serve --batch 2 --out "$work/x" >"$work/err" 2>&1
 [ $? = 2 ] && grep -q -- '--batch is an option of --fn forward' "$work/err" || fail "export --fn serve --batch: $(cat "$work/err")"
 mv "$work/model.away" "$work/model"

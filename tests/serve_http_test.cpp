@@ -60,11 +60,12 @@ std::vector<json::Value> events(const std::string& body) {
 
 std::vector<int32_t> generate(models::TransformerLM& model, const State& params,
                               const std::string& prompt, int64_t max_tokens, double temperature,
-                              int64_t top_k, int64_t seed) {
+                              int64_t top_k, int64_t seed, double top_p = 1.0) {
   models::SampleOptions o;
   o.max_tokens = max_tokens;
   o.temperature = temperature;
   o.top_k = top_k;
+  o.top_p = top_p;
   o.seed = static_cast<uint64_t>(seed);
   return models::generate(model, params, std::vector<int32_t>(prompt.begin(), prompt.end()), o);
 }
@@ -177,13 +178,17 @@ TEST_F(ServeOpenAIHttp, CompletionsGiveGeneratesTokensPlainAndStreamed) {
     double temperature;
     int64_t top_k;
     int64_t seed;
+    double top_p;
   };
-  const std::vector<Case> cases = {
-      {"Hello", 12, 0.0, 0, 0}, {"The model", 9, 1.0, 0, 7}, {"a", 20, 0.8, 5, 123}};
+  const std::vector<Case> cases = {{"Hello", 12, 0.0, 0, 0, 1.0},
+                                   {"The model", 9, 1.0, 0, 7, 1.0},
+                                   {"a", 20, 0.8, 5, 123, 1.0},
+                                   {"Top p", 16, 1.0, 0, 5, 0.3},
+                                   {"both", 16, 1.2, 40, 9, 0.8}};
   std::vector<std::vector<int32_t>> generated;
   for (const Case& c : cases)
     generated.push_back(
-        generate(model_, params_, c.prompt, c.max_tokens, c.temperature, c.top_k, c.seed));
+        generate(model_, params_, c.prompt, c.max_tokens, c.temperature, c.top_k, c.seed, c.top_p));
   const int64_t compiles = global_compile_count();  // generate() compiles; serving does not
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
@@ -193,6 +198,7 @@ TEST_F(ServeOpenAIHttp, CompletionsGiveGeneratesTokensPlainAndStreamed) {
                        ", \"max_tokens\": " + std::to_string(c.max_tokens) +
                        ", \"temperature\": " + std::to_string(c.temperature) +
                        ", \"top_k\": " + std::to_string(c.top_k) +
+                       ", \"top_p\": " + std::to_string(c.top_p) +
                        ", \"seed\": " + std::to_string(c.seed);
     const auto res = post("/v1/completions", body + "}");
     ASSERT_EQ(status_of(res), 200) << res->body;

@@ -60,6 +60,8 @@ TEST(ServeOpenAI, ParsesPromptsAndAppliesOpenAIDefaults) {
   EXPECT_EQ(c.max_tokens, 3);
   EXPECT_EQ(c.temperature, 0.0);
   EXPECT_EQ(c.top_k, 5);
+  EXPECT_EQ(c.top_p, 1.0);
+  EXPECT_EQ(parse(R"({"model": "tiny", "prompt": "a", "top_p": 0.25})").top_p, 0.25);
   EXPECT_EQ(c.seed, 9);
   EXPECT_EQ(c.stop, std::vector<std::string>{"x"});
   EXPECT_TRUE(c.stream && c.include_usage && c.echo);
@@ -118,7 +120,8 @@ TEST(ServeOpenAI, EveryBadRequestGetsItsStatusAndParam) {
       {R"({"model": "tiny", "prompt": "Hi", "max_tokens": 0})", false, 400, "max_tokens"},
       {R"({"model": "tiny", "prompt": "Hi", "max_tokens": "3"})", false, 400, "max_tokens"},
       {R"({"model": "tiny", "prompt": "Hi", "temperature": 2.5})", false, 400, "temperature"},
-      {R"({"model": "tiny", "prompt": "Hi", "top_p": 0.9})", false, 400, "top_p"},
+      {R"({"model": "tiny", "prompt": "Hi", "top_p": 0})", false, 400, "top_p"},
+      {R"({"model": "tiny", "prompt": "Hi", "top_p": 1.5})", false, 400, "top_p"},
       {R"({"model": "tiny", "prompt": "Hi", "top_k": -2})", false, 400, "top_k"},
       {R"({"model": "tiny", "prompt": "Hi", "n": 2})", false, 400, "n"},
       {R"({"model": "tiny", "prompt": "Hi", "seed": -1})", false, 400, "seed"},

@@ -49,10 +49,7 @@ struct Histogram {
 // /v1/generate's body: cujax's own field names.
 struct GenerateRequest {
   std::vector<int32_t> prompt;
-  int64_t max_tokens = 16;
-  double temperature = 0;
-  int64_t top_k = 0;
-  int64_t seed = 0;
+  serve::Request sampling;  // max_tokens 16, greedy
   bool stream = false;
 };
 
@@ -83,20 +80,24 @@ GenerateRequest parse_generate(const std::string& body, int64_t max_seq) {
       for (unsigned char c : p) r.prompt.push_back(c);  // ByteTokenizer: the bytes 0..255
       have_prompt = true;
     } else if (key == "max_tokens") {
-      r.max_tokens = integer(x, key);
-      if (r.max_tokens < 1 || r.max_tokens > max_seq)
+      r.sampling.max_tokens = integer(x, key);
+      if (r.sampling.max_tokens < 1 || r.sampling.max_tokens > max_seq)
         throw BadRequest{400, "'max_tokens' must be in [1, " + std::to_string(max_seq) + "]"};
     } else if (key == "temperature") {
       if (!x.is_number()) throw BadRequest{400, "'temperature' must be a number"};
-      r.temperature = x.as_double();
-      if (!(r.temperature >= 0) || r.temperature > 100)
+      r.sampling.temperature = x.as_double();
+      if (!(r.sampling.temperature >= 0) || r.sampling.temperature > 100)
         throw BadRequest{400, "'temperature' must be in [0, 100]"};
     } else if (key == "top_k") {
-      r.top_k = integer(x, key);
-      if (r.top_k < 0) throw BadRequest{400, "'top_k' must be >= 0"};
+      r.sampling.top_k = integer(x, key);
+      if (r.sampling.top_k < 0) throw BadRequest{400, "'top_k' must be >= 0"};
+    } else if (key == "top_p") {
+      if (!x.is_number() || !(x.as_double() > 0 && x.as_double() <= 1))
+        throw BadRequest{400, "'top_p' must be a number in (0, 1]"};
+      r.sampling.top_p = x.as_double();
     } else if (key == "seed") {
-      r.seed = integer(x, key);
-      if (r.seed < 0 || r.seed > 0x7fffffff)
+      r.sampling.seed = integer(x, key);
+      if (r.sampling.seed < 0 || r.sampling.seed > 0x7fffffff)
         throw BadRequest{400, "'seed' must be in [0, 2147483647]"};
     } else if (key == "stream") {
       if (x.kind() != json::Value::Kind::Bool) throw BadRequest{400, "'stream' must be a boolean"};
@@ -291,16 +292,12 @@ void HttpServer::stop() {
 }
 
 bool HttpServer::submit(const std::shared_ptr<Job>& job,
-                        const std::vector<std::vector<int32_t>>& prompts, int64_t max_tokens,
-                        double temperature, int64_t top_k, int64_t seed) {
+                        const std::vector<std::vector<int32_t>>& prompts,
+                        const serve::Request& sampling) {
   const auto start = Clock::now();
   for (size_t i = 0; i < prompts.size(); ++i) {
-    auto r = std::make_shared<serve::Request>();
+    auto r = std::make_shared<serve::Request>(sampling);
     r->prompt = prompts[i];
-    r->max_tokens = max_tokens;
-    r->temperature = temperature;
-    r->top_k = top_k;
-    r->seed = seed;
     r->on_token = [this, job, i, start, last = start](int32_t t) mutable {
       const auto now = Clock::now();
       {
@@ -347,7 +344,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res) {
   auto job = std::make_shared<Job>();
   job->choices.emplace_back(std::vector<std::string>{});
   const int64_t prompt_tokens = static_cast<int64_t>(g.prompt.size());
-  if (!submit(job, {g.prompt}, g.max_tokens, g.temperature, g.top_k, g.seed)) {
+  if (!submit(job, {g.prompt}, g.sampling)) {
     res.set_header("Retry-After", "1");
     return fail(res, req.path, 429, "the queue is full; retry later");
   }
@@ -413,7 +410,13 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     job->choices.emplace_back(c.stop);
     prompt_tokens += static_cast<int64_t>(p.size());
   }
-  if (!submit(job, c.prompts, c.max_tokens, c.temperature, c.top_k, c.seed)) {
+  serve::Request sampling;
+  sampling.max_tokens = c.max_tokens;
+  sampling.temperature = c.temperature;
+  sampling.top_k = c.top_k;
+  sampling.top_p = c.top_p;
+  sampling.seed = c.seed;
+  if (!submit(job, c.prompts, sampling)) {
     res.set_header("Retry-After", "1");
     return fail(res, req.path, 429, "the queue is full; retry later");
   }

@@ -39,10 +39,10 @@ class HttpServer {
   struct Job;
   void generate(const httplib::Request& req, httplib::Response& res);
   void completions(const httplib::Request& req, httplib::Response& res, bool chat);
-  // Queues one engine request per prompt of the job; false (and the job cancelled) when the
-  // queue cannot take them all.
+  // Queues one engine request per prompt of the job, with the max_tokens and sampling options of
+  // `sampling`; false (and the job cancelled) when the queue cannot take them all.
   bool submit(const std::shared_ptr<Job>& job, const std::vector<std::vector<int32_t>>& prompts,
-              int64_t max_tokens, double temperature, int64_t top_k, int64_t seed);
+              const serve::Request& sampling);
 
   serve::Engine& engine_;
   HttpOptions options_;

@@ -198,7 +198,7 @@ Completion parse_completion(std::string_view body, bool chat, const Limits& limi
       if (x.is_null()) continue;
       if (!x.is_number() || !(x.as_double() > 0 && x.as_double() <= 1))
         throw bad(key, "must be a number in (0, 1]");
-      if (x.as_double() != 1) throw unsupported(" other than 1; 'top_k' limits sampling here");
+      c.top_p = x.as_double();
     } else if (key == "top_k") {  // an extension, as vLLM's: -1 or 0 keep every token
       if (!x.is_null()) c.top_k = std::max<int64_t>(0, integer(x, key, -1, limits.vocab_size));
     } else if (key == "n" || (!chat && key == "best_of")) {

@@ -49,6 +49,7 @@ struct Completion {
   int64_t max_tokens = 16;
   double temperature = 1.0;
   int64_t top_k = 0;
+  double top_p = 1.0;
   int64_t seed = 0;
   std::vector<std::string> stop;  // byte strings; chat adds kChatEnd
   bool stream = false;

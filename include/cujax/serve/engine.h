@@ -38,6 +38,7 @@ struct Request {
   int64_t max_tokens = 16;
   double temperature = 0.0;  // 0: greedy
   int64_t top_k = 0;         // 0: the whole vocabulary
+  double top_p = 1.0;        // in (0, 1]; 1: the whole vocabulary (after top_k)
   int64_t seed = 0;
   // Sees each new token from the scheduler thread; returning false (the client went away)
   // ends the request and frees its slot.
@@ -87,7 +88,7 @@ class Engine {
   void loop();
   // Prefills `slot` with the prompt padded to `bucket`; returns the token after the prompt.
   int32_t run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
-                      int64_t seed, double temperature, int64_t top_k);
+                      const Request& sampling);
   std::vector<int32_t> run_step();
   // Hands the slot its next token; ends the request (false) when it is done or its client left.
   bool deliver(Slot& slot, int32_t token);
