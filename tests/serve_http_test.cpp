@@ -345,6 +345,15 @@ TEST_F(ServeOpenAIHttp, ListPromptsStopSequencesEchoAndChat) {
   EXPECT_EQ(m.at("data").as_array()[0].at("id").as_string(), "tiny");
   EXPECT_EQ(m.at("data").as_array()[0].at("object").as_string(), "model");
   EXPECT_EQ(m.at("data").as_array()[0].at("max_model_len").as_int(), 96);
+  // GET /v1/models/{id}: client.models.retrieve.
+  const auto one = client.Get("/v1/models/tiny", openai_headers("sk-test"));
+  ASSERT_EQ(status_of(one), 200);
+  EXPECT_EQ(json::parse(one->body).at("id").as_string(), "tiny");
+  EXPECT_EQ(json::parse(one->body).at("created").as_int(),
+            m.at("data").as_array()[0].at("created").as_int());
+  const auto other = client.Get("/v1/models/gpt-4o", openai_headers("sk-test"));
+  ASSERT_EQ(status_of(other), 404);
+  EXPECT_EQ(json::parse(other->body).at("error").at("code").as_string(), "model_not_found");
 }
 
 TEST_F(ServeOpenAIHttp, ErrorsAreOpenAIErrorObjectsWithTheirStatus) {

@@ -177,6 +177,7 @@ HttpServer::HttpServer(serve::Engine& engine, HttpOptions options)
     : engine_(engine),
       options_(std::move(options)),
       metrics_(std::make_unique<Metrics>()),
+      server_start_(static_cast<int64_t>(std::time(nullptr))),
       server_(
           [&] {
             ListenerLimits l = options_.limits;
@@ -264,10 +265,22 @@ HttpServer::HttpServer(serve::Engine& engine, HttpOptions options)
     res.set_content(o.str(), "text/plain; version=0.0.4");
   });
   server_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    static const int64_t created = static_cast<int64_t>(std::time(nullptr));
-    reply(
-        res, 200,
-        openai::models_list({options_.model_id, engine_.max_seq(), engine_.vocab_size()}, created));
+    reply(res, 200,
+          openai::models_list({options_.model_id, engine_.max_seq(), engine_.vocab_size()},
+                              server_start_));
+  });
+  server_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id != options_.model_id)
+      return reply(
+          res, 404,
+          openai::error_body({404,
+                              "the model '" + id + "' does not exist; this server serves '" +
+                                  options_.model_id + "'",
+                              "model", "model_not_found"}));
+    const json::Value list = json::parse(openai::models_list(
+        {options_.model_id, engine_.max_seq(), engine_.vocab_size()}, server_start_));
+    reply(res, 200, json::dump(list.at("data").as_array()[0]));
   });
   server_.Post("/v1/generate",
                [this](const httplib::Request& req, httplib::Response& res) { generate(req, res); });

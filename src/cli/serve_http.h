@@ -48,6 +48,7 @@ class HttpServer {
   HttpOptions options_;
   std::unique_ptr<Metrics> metrics_;
   std::atomic<bool> shutting_down_{false};
+  const int64_t server_start_;  // unix seconds: the model's "created"
   Listener server_;
 };
 
