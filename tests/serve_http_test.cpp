@@ -461,6 +461,11 @@ TEST(ServeSlowClients, ConnectionCapsAnswer503) {
   cli::HttpServer server(engine, o);
   const int port = server.listen("127.0.0.1", 0);
   engine.start();
+  // A second server on the same port is refused rather than sharing it.
+  {
+    cli::HttpServer second(engine, cli::HttpOptions{});
+    EXPECT_THROW(second.listen("127.0.0.1", port), Error);
+  }
   std::vector<int> idle;
   for (int i = 0; i < 4; ++i) idle.push_back(half_request(port, ""));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

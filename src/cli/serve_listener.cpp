@@ -144,6 +144,12 @@ Listener::Listener(
       std::clamp(limits_.max_connections_per_client, 1, limits_.max_connections);
   limits_.workers = std::max(limits_.workers, 1);
   set_payload_max_length(limits_.max_body);
+  // httplib's default also sets SO_REUSEPORT, with which a second server on the same port
+  // binds too and the kernel splits the connections between them.
+  set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   // What httplib's Keep-Alive header announces.
   set_keep_alive_timeout(static_cast<time_t>(limits_.idle_timeout_s));
   set_keep_alive_max_count(static_cast<size_t>(limits_.max_requests_per_connection));
