@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `cujax serve` end to end on loopback with a 2-step tiny model: greedy and seeded output equals
-# `cujax generate`, also from a serving bundle (`cujax export --fn serve`) with the model folder
+# `cujax generate` through /v1/generate and the OpenAI-compatible /v1/completions and
+# /v1/chat/completions (plain, streamed, listed, stopped; OpenAI's error objects), a ready
+# request is answered within 2 s while 64 connections hold half-sent requests, also from a
+# serving bundle (`cujax export --fn serve`) with the model folder
 # gone, no compilation after ready, the first request is not slower than later ones, every
 # bad request gets its 4xx and the server keeps serving, --max-seq's bound, 401 without the
 # token, 429 when the queue is full, a disconnected stream frees its slot, SIGTERM finishes
@@ -81,6 +84,95 @@ curl -sN "${auth[@]}" "$url/v1/generate" -d '{"prompt": "Hi", "max_tokens": 3, "
 [ "$(grep -c '^data: {"token"' "$work/sse")" = 3 ] || fail "stream: not 3 token events: $(cat "$work/sse")"
 tail -n 2 "$work/sse" | grep -q '^data: \[DONE\]' || fail "stream: no [DONE]"
 
+# The OpenAI-compatible API, as curl recipes and the openai client call it.
+openai_checks() {  # openai_checks MODEL_ID: greedy and seeded completions equal `cujax generate`
+  local id="$1" code
+  code=$(curl -s "${auth[@]}" -o "$work/models" -w '%{http_code}' "$url/v1/models")
+  [ "$code" = 200 ] && /usr/bin/python3 - "$work/models" "$id" "$max_len" <<'PY' || fail "/v1/models: $code $(cat "$work/models")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+d = m["data"][0]
+sys.exit(0 if m["object"] == "list" and d["id"] == sys.argv[2] and d["object"] == "model"
+         and d["max_model_len"] == int(sys.argv[3]) else 1)
+PY
+  for i in "${!prompts[@]}"; do
+    for stream in false true; do
+      code=$(curl -sN "${auth[@]}" -H "Content-Type: application/json" -o "$work/oa" -w '%{http_code}' \
+        "$url/v1/completions" -d "{\"model\": \"$id\", \"prompt\": \"${prompts[$i]}\", \"max_tokens\": 12, \"temperature\": 0, \"stream\": $stream}")
+      [ "$code" = 200 ] || fail "/v1/completions '${prompts[$i]}' stream $stream: $code $(cat "$work/oa")"
+      /usr/bin/python3 - "$work/oa" "$work/gen$i" "${prompts[$i]}" "$stream" <<'PY' || fail "/v1/completions '${prompts[$i]}' (stream $stream) differs from cujax generate: $(cat "$work/oa")"
+import json, sys
+body, gen, prompt, stream = open(sys.argv[1]).read(), open(sys.argv[2], "rb").read(), sys.argv[3], sys.argv[4]
+want = gen[len(prompt.encode()):-1].decode("utf-8", errors="replace")
+if stream == "true":
+    events = [e for e in body.split("\n\n") if e]
+    assert events[-1] == "data: [DONE]", events[-1]
+    chunks = [json.loads(e[len("data: "):]) for e in events[:-1]]
+    assert all(c["object"] == "text_completion" and c["id"] == chunks[0]["id"] for c in chunks)
+    text = "".join(c["choices"][0]["text"] for c in chunks)
+    finish = chunks[-1]["choices"][0]["finish_reason"]
+else:
+    r = json.loads(body)
+    assert r["object"] == "text_completion" and r["id"].startswith("cmpl-"), r
+    assert r["usage"] == {"prompt_tokens": len(prompt.encode()), "completion_tokens": 12,
+                          "total_tokens": len(prompt.encode()) + 12}, r["usage"]
+    text, finish = r["choices"][0]["text"], r["choices"][0]["finish_reason"]
+sys.exit(0 if text == want and finish == "length" else 1)
+PY
+    done
+  done
+  code=$(curl -s "${auth[@]}" -o "$work/oa" -w '%{http_code}' "$url/v1/completions" \
+    -d "{\"model\": \"$id\", \"prompt\": \"Hi\", \"max_tokens\": 5, \"temperature\": 1.0, \"seed\": 7}")
+  [ "$code" = 200 ] && /usr/bin/python3 - "$work/oa" "$work/gen_seeded" <<'PY' || fail "/v1/completions seeded: $code $(cat "$work/oa")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = open(sys.argv[2], "rb").read()[len(b"Hi"):-1].decode("utf-8", errors="replace")
+sys.exit(0 if r["choices"][0]["text"] == want else 1)
+PY
+}
+openai_checks model
+
+# A list of prompts gives a choice each; chat has OpenAI's chat shape; stop sequences end text.
+code=$(curl -s "${auth[@]}" -o "$work/oa" -w '%{http_code}' "$url/v1/completions" \
+  -d '{"model": "model", "prompt": ["Hello", "a"], "max_tokens": 12, "temperature": 0}')
+[ "$code" = 200 ] && /usr/bin/python3 - "$work/oa" "$work/gen0" "$work/gen2" <<'PY' || fail "list prompts: $code $(cat "$work/oa")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = [open(f, "rb").read()[len(p):-1].decode("utf-8", errors="replace")
+        for f, p in ((sys.argv[2], b"Hello"), (sys.argv[3], b"a"))]
+sys.exit(0 if [c["text"] for c in r["choices"]] == want and [c["index"] for c in r["choices"]] == [0, 1] else 1)
+PY
+code=$(curl -s "${auth[@]}" -o "$work/oa" -w '%{http_code}' "$url/v1/chat/completions" \
+  -d '{"model": "model", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "stream": false}')
+[ "$code" = 200 ] && /usr/bin/python3 - "$work/oa" <<'PY' || fail "chat: $code $(cat "$work/oa")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["choices"][0]
+sys.exit(0 if r["object"] == "chat.completion" and c["message"]["role"] == "assistant"
+         and c["finish_reason"] in ("stop", "length") and r["usage"]["completion_tokens"] <= 4 else 1)
+PY
+oa_expect() {  # oa_expect STATUS PATH BODY PARAM: an OpenAI error object naming PARAM ("" for null)
+  local code
+  code=$(curl -s "${auth[@]}" -o "$work/oa" -w '%{http_code}' "$url$2" -d "$3")
+  [ "$code" = "$1" ] || fail "$3: status $code, expected $1: $(cat "$work/oa")"
+  /usr/bin/python3 - "$work/oa" "$4" <<'PY' || fail "$3: not an OpenAI error object naming '$4': $(cat "$work/oa")"
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+sys.exit(0 if set(e) == {"message", "type", "param", "code"} and e["message"]
+         and (e["param"] or "") == sys.argv[2] else 1)
+PY
+}
+oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "n": 2}' n
+oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "max_tokens": 100000}' max_tokens
+oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "top_p": 0}' top_p
+oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi", "presence_penalty": 1}' presence_penalty
+oa_expect 400 /v1/completions '{"model": "model", "prompt": "Hi"' ""
+oa_expect 404 /v1/completions '{"model": "gpt-4o", "prompt": "Hi"}' model
+oa_expect 400 /v1/chat/completions '{"model": "model", "messages": "Hi"}' messages
+oa_expect 404 /v1/embeddings '{"model": "model", "input": "Hi"}' ""
+code=$(curl -s -o "$work/oa" -w '%{http_code}' "$url/v1/models")
+[ "$code" = 401 ] && grep -q invalid_api_key "$work/oa" || fail "/v1/models without the key: $code $(cat "$work/oa")"
+
 # Bad requests: 4xx with {"error"}, and the server keeps serving.
 long=$(printf 'x%.0s' $(seq "$max_len"))
 expect 400 '{"prompt": "Hi"'
@@ -133,6 +225,7 @@ for i in "${!prompts[@]}"; do
 done
 expect 200 "$seeded"
 same_as_generate "$work/gen_seeded" Hi 5
+openai_checks tiny  # the bundle's name without its extension
 for n in 1 17 33 $((max_len - 1)); do
   expect 200 "{\"prompt\": \"$(printf 'x%.0s' $(seq "$n"))\", \"max_tokens\": 2}"
 done
@@ -158,8 +251,8 @@ b[len(b) // 2] ^= 1
 open(sys.argv[2], "wb").write(b)
 PY
 serve_error "$work/flipped.serve" "$work/flipped.serve: not a valid serving bundle: checksum mismatch"
-LC_ALL=C sed '1s/^cujax-serve-bundle 1$/cujax-serve-bundle 2/' "$model" >"$work/v2.serve"
-serve_error "$work/v2.serve" "$work/v2.serve: not a valid serving bundle: format version 2"
+LC_ALL=C sed '1s/^cujax-serve-bundle 2$/cujax-serve-bundle 3/' "$model" >"$work/v3.serve"
+serve_error "$work/v3.serve" "$work/v3.serve: not a valid serving bundle: format version 3"
 "$cujax" export --model "$work/model.away" --fn serve --batch 2 --out "$work/x" >"$work/err" 2>&1
 [ $? = 2 ] && grep -q -- '--batch is an option of --fn forward' "$work/err" || fail "export --fn serve --batch: $(cat "$work/err")"
 mv "$work/model.away" "$work/model"
@@ -194,6 +287,10 @@ for bad in 1 $((max_len + 1)); do
   [ $? = 2 ] && grep -q max-seq "$work/err" || fail "--max-seq $bad: $(cat "$work/err")"
 done
 start --max-batch 2 --max-seq 8
+# Slow clients: 64 connections hold half-sent requests (more than the workers); a ready request
+# is still answered within 2 s.
+/usr/bin/python3 "$src/tests/serve_slow_clients.py" "$url" 64 --limit 2 >"$work/slow" ||
+  fail "slow clients: $(cat "$work/slow")"
 expect 400 '{"prompt": "12345678"}'
 grep -q 'max-seq' "$work/body" || fail "over-long prompt: the error does not name --max-seq"
 expect 400 '{"prompt": "Hi", "max_tokens": 9}'

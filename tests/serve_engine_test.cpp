@@ -1,11 +1,13 @@
 // The KV-cache serving engine against models::generate: the same tokens for greedy and seeded
-// sampling whether requests run alone or batched, no compilation after start() for any prompt
-// length, and a first request as fast as later ones.
+// sampling (top-k and top-p too) whether requests run alone or batched, no compilation after
+// start() for any prompt length, and a first request as fast as later ones.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "cujax/jit.h"
@@ -236,4 +238,76 @@ TEST(ServeEngine, TopKKeepsTiedValuesAsGenerateDoes) {
       EXPECT_TRUE(std::any_of(expected.begin(), expected.end(), [](int32_t t) { return t % 4; }));
     }
   }
+}
+
+TEST(ServeEngine, TopPMaskIsTheSmallestNucleusFoundBySorting) {
+  // Logits with ties; the reference sorts the probabilities on the host and keeps the fewest
+  // largest whose sum reaches p, plus every token tied with the last one kept.
+  const std::vector<float> logits = {2.0f, 1.0f, 1.0f, 0.5f, -1.0f, 3.0f, 1.0f, -0.5f,
+                                     0.0f, 0.0f, 0.0f, 0.0f, 0.0f,  0.0f, 0.0f, 5.0f};
+  const int64_t V = 8;
+  const std::vector<float> ps = {0.05f, 0.5f, 0.8f, 0.95f, 1.0f};
+  for (float p : ps) {
+    const Array mask = models::top_p_mask(jnp::array(logits, Shape{2, V}),
+                                          jnp::array(std::vector<float>{p, p}, Shape{2, 1}));
+    const std::vector<bool> got = mask.to_vector<bool>();
+    for (int64_t row = 0; row < 2; ++row) {
+      std::vector<double> prob(V);
+      double total = 0;
+      for (int64_t v = 0; v < V; ++v) total += prob[v] = std::exp(double(logits[row * V + v]));
+      for (double& x : prob) x /= total;
+      std::vector<double> sorted = prob;
+      std::sort(sorted.rbegin(), sorted.rend());
+      double mass = 0, threshold = sorted.back();
+      for (double x : sorted) {
+        mass += x;
+        if (mass >= p - 1e-6) {
+          threshold = x;
+          break;
+        }
+      }
+      for (int64_t v = 0; v < V; ++v)
+        EXPECT_EQ(got[row * V + v], p >= 1 || prob[v] >= threshold - 1e-7)
+            << "p " << p << " row " << row << " token " << v;
+    }
+  }
+}
+
+TEST(ServeEngine, TopPMatchesGenerateBatched) {
+  nnx::Rngs rngs(0);
+  models::TransformerLM model(testutil::small_transformer(64, 24, 32), rngs);
+  const State params = nnx::state(model, nnx::VariableKind::Param);
+  struct Case {
+    double top_p;
+    int64_t top_k;
+  };
+  const std::vector<Case> cases = {{0.1, 0}, {0.5, 0}, {0.9, 0}, {0.7, 8}, {1.0, 0}};
+  serve::Engine engine(model, params, /*max_batch=*/3, /*max_queue=*/8);
+  engine.start();
+  std::vector<Result> results(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto r = request({5, 6, 7}, 12, 1.3, cases[i].top_k, static_cast<int64_t>(i) + 1, results[i]);
+    r->top_p = cases[i].top_p;
+    ASSERT_TRUE(engine.submit(r));
+  }
+  for (Result& r : results) r.done.get_future().wait();
+  engine.drain();
+  std::set<std::vector<int32_t>> distinct;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    models::SampleOptions o;
+    o.max_tokens = 12;
+    o.temperature = 1.3;
+    o.top_k = cases[i].top_k;
+    o.top_p = cases[i].top_p;
+    o.seed = i + 1;
+    EXPECT_EQ(results[i].tokens, models::generate(model, params, {5, 6, 7}, o))
+        << "top_p " << cases[i].top_p;
+    distinct.insert(results[i].tokens);
+  }
+  EXPECT_EQ(distinct.size(), cases.size());
+  Result bad;
+  auto r = request({1}, 4, 1.0, 0, 0, bad);
+  r->top_p = 0;
+  serve::Engine other(model, params, 1, 1);
+  EXPECT_THROW(other.submit(r), Error);
 }

@@ -139,16 +139,20 @@ TEST(ServeBundle, RefusesADamagedBundleNamingTheFile) {
   flipped[flipped.size() / 2] ^= 0x20;
   expect_refused(flipped, "checksum mismatch");
   const std::string magic = "cujax-serve-bundle ";
-  std::string v2 = good;
-  v2.replace(magic.size(), 1, "2");
-  expect_refused(v2, "format version 2; this cujax reads version 1");
+  std::string v3 = good;
+  v3.replace(magic.size(), 1, "3");
+  expect_refused(v3, "format version 3; this cujax reads version 2");
+  // Version 1's steps did not take top_p.
+  std::string v1 = good;
+  v1.replace(magic.size(), 1, "1");
+  expect_refused(v1, "format version 1; this cujax reads version 2");
   expect_refused("", "does not start with 'cujax-serve-bundle <version>'");
   expect_refused("cujax-exported 1\n", "does not start with 'cujax-serve-bundle <version>'");
 
   // Bodies that pass the checksum but disagree with themselves (a writer's bug, not damage).
   const size_t body_at = good.find('\n', good.find('\n') + 1) + 1;
   const std::string body = good.substr(body_at);
-  const auto forge = [&](std::string b) { return magic + "1\nsha256 " + sha256_hex(b) + "\n" + b; };
+  const auto forge = [&](std::string b) { return magic + "2\nsha256 " + sha256_hex(b) + "\n" + b; };
   expect_refused(forge(body + "x"), "its members do not add up to the file's size");
   std::string seq = body;
   seq.replace(seq.find("\"max_seq\": 16"), 13, "\"max_seq\": 17");

@@ -1,5 +1,6 @@
 // `cujax bench serve`: the HTTP server in-process on loopback, driven by closed-loop
-// httplib::Client threads for a fixed time, once with --max-batch slots and once with one slot.
+// httplib::Client threads for a fixed time, once with --max-batch slots and once with one slot:
+// streamed /v1/completions (time to first text and per output token) or /v1/generate.
 #include <httplib.h>
 
 #include <algorithm>
@@ -23,8 +24,66 @@ using clock = std::chrono::steady_clock;
 
 struct Figures {
   double requests_per_s = 0, tokens_per_s = 0, p50_ms = 0, p99_ms = 0;
+  double ttft_p50_ms = 0, tpot_p50_ms = 0;  // streamed completions only
   int64_t requests = 0, errors_5xx = 0, other_errors = 0;
 };
+
+// One request, timed: its status, latency, time to its first text and output tokens.
+struct Sample {
+  int status = -1;
+  double ms = 0, ttft_ms = 0;
+  int64_t tokens = 0;
+};
+
+Sample post_generate(httplib::Client& client, int64_t max_tokens, int64_t seed) {
+  const std::string body =
+      "{\"prompt\": \"The model\", \"max_tokens\": " + std::to_string(max_tokens) +
+      ", \"temperature\": 0.8, \"seed\": " + std::to_string(seed) + "}";
+  Sample s;
+  const auto t0 = clock::now();
+  const auto res = client.Post("/v1/generate", body, "application/json");
+  s.ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  s.status = res ? res->status : -1;
+  if (s.status == 200) s.tokens = json::parse(res->body, "reply").at("generated_tokens").as_int();
+  return s;
+}
+
+// A streamed /v1/completions as an OpenAI client sends it; the tokens are the usage chunk's.
+Sample post_completion(httplib::Client& client, int64_t max_tokens, int64_t seed) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = "{\"model\": \"cujax\", \"prompt\": \"The model\", \"max_tokens\": " +
+             std::to_string(max_tokens) +
+             ", \"temperature\": 0.8, \"seed\": " + std::to_string(seed) +
+             ", \"stream\": true, \"stream_options\": {\"include_usage\": true}}";
+  Sample s;
+  std::string body;
+  const auto t0 = clock::now();
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (body.empty())
+      s.ttft_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    body.append(data, n);
+    return true;
+  };
+  const auto res = client.send(req);
+  s.ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  s.status = res ? res->status : -1;
+  if (s.status != 200) return s;
+  // The usage chunk is the last before [DONE].
+  const size_t done = body.rfind("data: [DONE]");
+  const size_t at = body.rfind("data: {", done);
+  if (done == std::string::npos || at == std::string::npos) {
+    s.status = -1;
+    return s;
+  }
+  s.tokens = json::parse(body.substr(at + 6, done - at - 8), "usage chunk")
+                 .at("usage")
+                 .at("completion_tokens")
+                 .as_int();
+  return s;
+}
 
 int get_status(httplib::Client& client, const std::string& path) {
   const auto res = client.Get(path);
@@ -32,9 +91,9 @@ int get_status(httplib::Client& client, const std::string& path) {
 }
 
 Figures run(models::TransformerLM& model, const State& params, int64_t max_batch, int64_t clients,
-            double seconds, int64_t max_tokens) {
+            double seconds, int64_t max_tokens, bool completions) {
   serve::Engine engine(model, params, max_batch, /*max_queue=*/clients);
-  HttpServer server(engine, "");
+  HttpServer server(engine, HttpOptions{});
   const int port = server.listen("127.0.0.1", 0);
   httplib::Client probe("127.0.0.1", port);
   // The order is ours here, so this is a check, not a race: 503 until start() returns.
@@ -44,7 +103,7 @@ Figures run(models::TransformerLM& model, const State& params, int64_t max_batch
   if (get_status(probe, "/healthz") != 200) throw Error("bench serve: /healthz not 200 when ready");
   const int64_t compiles = global_compile_count();
 
-  std::vector<std::vector<double>> latencies(clients);
+  std::vector<std::vector<double>> latencies(clients), ttfts(clients), tpots(clients);
   std::vector<int64_t> tokens(clients, 0), e5xx(clients, 0), other(clients, 0);
   const auto t0 = clock::now();
   const auto end = t0 + std::chrono::duration<double>(seconds);
@@ -53,17 +112,17 @@ Figures run(models::TransformerLM& model, const State& params, int64_t max_batch
     threads.emplace_back([&, c] {
       httplib::Client client("127.0.0.1", port);
       client.set_read_timeout(600, 0);
-      const std::string body =
-          "{\"prompt\": \"The model\", \"max_tokens\": " + std::to_string(max_tokens) +
-          ", \"temperature\": 0.8, \"seed\": " + std::to_string(c) + "}";
       while (clock::now() < end) {
-        const auto s = clock::now();
-        const auto res = client.Post("/v1/generate", body, "application/json");
-        const double ms = std::chrono::duration<double, std::milli>(clock::now() - s).count();
-        if (res && res->status == 200) {
-          latencies[c].push_back(ms);
-          tokens[c] += json::parse(res->body, "reply").at("generated_tokens").as_int();
-        } else if (res && res->status >= 500) {
+        const Sample s = completions ? post_completion(client, max_tokens, c)
+                                     : post_generate(client, max_tokens, c);
+        if (s.status == 200) {
+          latencies[c].push_back(s.ms);
+          tokens[c] += s.tokens;
+          if (completions) {
+            ttfts[c].push_back(s.ttft_ms);
+            if (s.tokens > 1) tpots[c].push_back((s.ms - s.ttft_ms) / double(s.tokens - 1));
+          }
+        } else if (s.status >= 500) {
           ++e5xx[c];
         } else {
           ++other[c];
@@ -78,10 +137,12 @@ Figures run(models::TransformerLM& model, const State& params, int64_t max_batch
   server.stop();
 
   Figures f;
-  std::vector<double> all;
+  std::vector<double> all, ttft, tpot;
   int64_t total_tokens = 0;
   for (int64_t c = 0; c < clients; ++c) {
     all.insert(all.end(), latencies[c].begin(), latencies[c].end());
+    ttft.insert(ttft.end(), ttfts[c].begin(), ttfts[c].end());
+    tpot.insert(tpot.end(), tpots[c].begin(), tpots[c].end());
     total_tokens += tokens[c];
     f.errors_5xx += e5xx[c];
     f.other_errors += other[c];
@@ -94,13 +155,16 @@ Figures run(models::TransformerLM& model, const State& params, int64_t max_batch
     f.p50_ms = all[all.size() / 2];
     f.p99_ms = all[std::min(all.size() - 1, static_cast<size_t>(0.99 * all.size()))];
   }
+  if (!ttft.empty()) f.ttft_p50_ms = median_of(ttft);
+  if (!tpot.empty()) f.tpot_p50_ms = median_of(tpot);
   return f;
 }
 
 }  // namespace
 
 int bench_serve(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "clients", "seconds", "max-tokens", "max-batch", "platform"});
+  const Args args(argv, {"model", "clients", "seconds", "max-tokens", "max-batch", "endpoint",
+                         "platform"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   use_platform(args);
@@ -108,6 +172,11 @@ int bench_serve(const std::vector<std::string>& argv) {
   const double seconds = args.number("seconds", 5, 0.1);
   const int64_t max_tokens = args.integer("max-tokens", 32, 1);
   const int64_t max_batch = args.integer("max-batch", 4, 2);
+  const std::string endpoint = args.string("endpoint", "completions");
+  if (endpoint != "completions" && endpoint != "generate")
+    throw UsageError("--endpoint " + endpoint +
+                     ": completions (streamed /v1/completions) or generate (/v1/generate)");
+  const bool completions = endpoint == "completions";
   LoadedModel m;
   if (args.has("model")) {
     m = load_model_dir(args.string("model", ""));
@@ -119,18 +188,26 @@ int bench_serve(const std::vector<std::string>& argv) {
   }
   std::printf(
       "cujax bench serve: model %s (%s, max_len %lld), %lld closed-loop clients for %.1f s each, "
-      "prompt \"The model\", max_tokens %lld, temperature 0.8\n",
+      "%s, prompt \"The model\", max_tokens %lld, temperature 0.8\n",
       args.has("model") ? args.string("model", "").c_str() : "tiny",
       args.has("model") ? "trained" : "random init", static_cast<long long>(m.config.max_len),
-      static_cast<long long>(clients), seconds, static_cast<long long>(max_tokens));
-  const Figures batched = run(*m.model, m.params, max_batch, clients, seconds, max_tokens);
-  const Figures single = run(*m.model, m.params, 1, clients, seconds, max_tokens);
-  std::printf("%-14s %10s %10s %10s %10s %8s %8s\n", "", "requests", "req/s", "tok/s", "p50 ms",
-              "p99 ms", "5xx");
-  const auto line = [](const std::string& name, const Figures& f) {
-    std::printf("%-14s %10lld %10.2f %10.1f %10.0f %8.0f %8lld\n", name.c_str(),
+      static_cast<long long>(clients), seconds,
+      completions ? "streamed POST /v1/completions" : "POST /v1/generate",
+      static_cast<long long>(max_tokens));
+  const Figures batched =
+      run(*m.model, m.params, max_batch, clients, seconds, max_tokens, completions);
+  const Figures single = run(*m.model, m.params, 1, clients, seconds, max_tokens, completions);
+  std::printf("%-14s %9s %8s %8s %8s %8s %9s %9s %5s\n", "", "requests", "req/s", "tok/s", "p50 ms",
+              "p99 ms", "TTFT ms", "TPOT ms", "5xx");
+  const auto line = [completions](const std::string& name, const Figures& f) {
+    std::printf("%-14s %9lld %8.2f %8.1f %8.0f %8.0f ", name.c_str(),
                 static_cast<long long>(f.requests), f.requests_per_s, f.tokens_per_s, f.p50_ms,
-                f.p99_ms, static_cast<long long>(f.errors_5xx));
+                f.p99_ms);
+    if (completions)
+      std::printf("%9.1f %9.2f", f.ttft_p50_ms, f.tpot_p50_ms);
+    else
+      std::printf("%9s %9s", "-", "-");
+    std::printf(" %5lld\n", static_cast<long long>(f.errors_5xx));
   };
   line("max-batch " + std::to_string(max_batch), batched);
   line("max-batch 1", single);

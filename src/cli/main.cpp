@@ -54,7 +54,7 @@ commands:
   serve --model DIR|FILE       HTTP JSON API with continuous batching (docs/serving.md);
                                FILE: a serving bundle, which fixes max-batch and max-seq
       --host H --port P --max-batch B --max-queue Q --max-seq T --auth-token-file F
-      --platform P
+      --max-connections N --max-connections-per-client N --platform P
   bench dispatch [--platform P]
                                time of a jitted call: first (trace + compile) and steady state
   bench train [--platform P]   ms/step and tokens/s of the tiny config against PyTorch CPU
@@ -63,6 +63,7 @@ commands:
                                on cuda also the step on cuda:0 and NCCL over every GPU
   bench serve                  req/s, tok/s and latency of the HTTP server, batched and not
       --clients C --seconds S --max-tokens N --max-batch B --model DIR --platform P
+      --endpoint completions|generate
   version                      print the version
 )";
 

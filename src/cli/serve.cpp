@@ -1,5 +1,6 @@
 #include "cli/serve.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -24,7 +25,8 @@ std::atomic<bool> g_terminate{false};
 
 int serve_command(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "host", "port", "max-batch", "max-queue", "max-seq",
-                         "auth-token-file", "platform"});
+                         "auth-token-file", "max-connections", "max-connections-per-client",
+                         "platform"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   use_platform(args);
@@ -34,7 +36,16 @@ int serve_command(const std::vector<std::string>& argv) {
         "bundle");
   const std::string host = args.string("host", "127.0.0.1");
   const int64_t port = args.integer("port", 8080, 0);
-  std::string token;
+  HttpOptions http;
+  http.limits.max_connections =
+      static_cast<int>(args.integer("max-connections", http.limits.max_connections, 1));
+  if (http.limits.max_connections > 512)
+    throw UsageError("--max-connections " + std::to_string(http.limits.max_connections) +
+                     ": at most 512 (cpp-httplib refuses sockets past FD_SETSIZE)");
+  http.limits.max_connections_per_client = static_cast<int>(args.integer(
+      "max-connections-per-client",
+      std::min(http.limits.max_connections_per_client, http.limits.max_connections), 1));
+  std::string& token = http.auth_token;
   if (args.has("auth-token-file")) {
     const std::string path = args.string("auth-token-file", "");
     std::ifstream f(path);
@@ -44,6 +55,11 @@ int serve_command(const std::vector<std::string>& argv) {
   }
 
   const std::string model = args.string("model", "");
+  // The id /v1/models lists: the folder's name, or the bundle's without its extension.
+  std::filesystem::path name = std::filesystem::absolute(model).lexically_normal();
+  if (!name.has_filename()) name = name.parent_path();
+  http.model_id =
+      (std::filesystem::is_regular_file(model) ? name.stem() : name.filename()).string();
   LoadedModel m;  // a model folder's model, which its engine's steps run
   serve::ServeSteps steps;
   if (std::filesystem::is_regular_file(model)) {
@@ -70,7 +86,7 @@ int serve_command(const std::vector<std::string>& argv) {
   }
   const int64_t max_queue = args.integer("max-queue", 4 * steps.max_batch, 0);
   serve::Engine engine(std::move(steps), max_queue);
-  HttpServer server(engine, token);
+  HttpServer server(engine, std::move(http));
   try {
     server.listen(host, static_cast<int>(port));
   } catch (const Error& e) {

@@ -1,25 +1,34 @@
-// The HTTP JSON API of docs/serving.md (/v1/generate, /healthz, /metrics) over a serve::Engine,
-// shared by `cujax serve` and `cujax bench serve`.
+// The HTTP API of docs/serving.md over a serve::Engine, shared by `cujax serve` and `cujax bench
+// serve`: the OpenAI-compatible /v1/completions, /v1/chat/completions and /v1/models
+// (serve_openai.h), cujax's own /v1/generate, /healthz and /metrics, on the connection layer of
+// serve_listener.h.
 #pragma once
-
-#include <httplib.h>
 
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "cli/serve_listener.h"
 #include "cujax/serve/engine.h"
 
 namespace cujax::cli {
 
+struct HttpOptions {
+  // When not empty, every path but /healthz needs "Authorization: Bearer <token>".
+  std::string auth_token;
+  // What GET /v1/models lists and the OpenAI requests' "model" must name.
+  std::string model_id = "cujax";
+  // workers is raised to max_batch + max_queue + 4: every request the engine can hold waits on
+  // a worker, and a few more answer /healthz, /metrics and the rejections meanwhile.
+  ListenerLimits limits;
+};
+
 class HttpServer {
  public:
-  // auth_token: when not empty, every path but /healthz needs "Authorization: Bearer <token>".
-  HttpServer(serve::Engine& engine, std::string auth_token);
+  HttpServer(serve::Engine& engine, HttpOptions options);
   ~HttpServer();
-  // Binds host:port (0: a free port) and answers on a thread from now on; /healthz is 503 until
-  // the engine is ready. Returns the port; throws when it cannot bind.
+  // Binds host:port (0: a free port) and answers from now on; /healthz is 503 until the engine
+  // is ready. Returns the port; throws when it cannot bind.
   int listen(const std::string& host, int port);
   // From here /healthz and new requests get 503; requests already submitted finish.
   void begin_shutdown() { shutting_down_ = true; }
@@ -27,12 +36,20 @@ class HttpServer {
 
  private:
   struct Metrics;
+  struct Job;
+  void generate(const httplib::Request& req, httplib::Response& res);
+  void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+  // Queues one engine request per prompt of the job, with the max_tokens and sampling options of
+  // `sampling`; false (and the job cancelled) when the queue cannot take them all.
+  bool submit(const std::shared_ptr<Job>& job, const std::vector<std::vector<int32_t>>& prompts,
+              const serve::Request& sampling);
+
   serve::Engine& engine_;
-  std::string token_;
+  HttpOptions options_;
   std::unique_ptr<Metrics> metrics_;
   std::atomic<bool> shutting_down_{false};
-  httplib::Server server_;
-  std::thread listener_;
+  const int64_t server_start_;  // unix seconds: the model's "created"
+  Listener server_;
 };
 
 }  // namespace cujax::cli

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "cujax/control_flow.h"
 #include "cujax/core/error.h"
 #include "cujax/grad.h"
 #include "cujax/lax.h"
+#include "cujax/nn.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
 
@@ -87,17 +89,48 @@ namespace {
 // logits (B, V) -> the next tokens (B,) i32.
 Array sample(const Array& logits, const Array& key, const SampleOptions& o) {
   if (o.temperature == 0) return jnp::astype(jnp::argmax(logits, -1), DType::I32);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   Array scaled = logits / o.temperature;
   if (o.top_k > 0 && o.top_k < logits.shape().back()) {
     // Keep the k largest: everything below the k-th value is impossible.
     const Array kth =
         lax::slice_in_dim(lax::top_k(scaled, o.top_k).first, o.top_k - 1, o.top_k, 1, -1);
-    scaled = jnp::where(jnp::less(scaled, kth), -std::numeric_limits<float>::infinity(), scaled);
+    scaled = jnp::where(jnp::less(scaled, kth), -kInf, scaled);
+  }
+  if (o.top_p < 1) {
+    const Array p = jnp::full(Shape{logits.shape()[0], 1}, o.top_p, DType::F32);
+    scaled = jnp::where(top_p_mask(scaled, p), scaled, -kInf);
   }
   return random::categorical(key, scaled, -1);
 }
 
 }  // namespace
+
+Array top_p_mask(const Array& logits, const Array& top_p) {
+  const Array probs = nn::softmax(logits, -1);
+  // Non-negative floats order as their bits. [lo, hi] holds the largest code whose tokens (the
+  // ones with at least its probability) carry at least top_p of the mass; each round halves it.
+  const Array code = lax::bitcast_convert_type(probs, DType::U32);
+  using Bounds = std::pair<Array, Array>;
+  const Shape rows{logits.shape()[0], 1};
+  const Bounds init{jnp::zeros(rows, DType::U32),
+                    jnp::full(rows, std::numeric_limits<uint32_t>::max(), DType::U32)};
+  const Array one = jnp::ones(rows, DType::U32);
+  const Array threshold =
+      lax::fori_loop(
+          0, 32,
+          [&](const Array&, const Bounds& b) {
+            const auto& [lo, hi] = b;
+            const Array mid = lo + lax::shift_right_logical(hi - lo, one) + one;
+            const Array mass =
+                jnp::sum(jnp::where(jnp::greater_equal(code, mid), probs, 0.0f), {1}, true);
+            const Array ok = jnp::greater_equal(mass, top_p);
+            return Bounds{jnp::where(ok, mid, lo), jnp::where(ok, hi, mid - one)};
+          },
+          init)
+          .first;
+  return jnp::logical_or(jnp::greater_equal(top_p, 1.0f), jnp::greater_equal(code, threshold));
+}
 
 std::vector<int32_t> generate(TransformerLM& model, const State& params,
                               const std::vector<int32_t>& prompt, const SampleOptions& o,
@@ -106,6 +139,8 @@ std::vector<int32_t> generate(TransformerLM& model, const State& params,
   if (o.temperature < 0)
     throw Error("generate: temperature must be >= 0, got " + std::to_string(o.temperature));
   if (o.top_k < 0) throw Error("generate: top_k must be >= 0, got " + std::to_string(o.top_k));
+  if (!(o.top_p > 0 && o.top_p <= 1))
+    throw Error("generate: top_p must be in (0, 1], got " + std::to_string(o.top_p));
   const int64_t max_len = model.config.max_len;
   if (static_cast<int64_t>(prompt.size()) > max_len)
     throw Error("generate: the prompt has " + std::to_string(prompt.size()) +

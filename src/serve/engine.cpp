@@ -35,7 +35,7 @@ Engine::~Engine() {
 void Engine::start() {
   // Compiles every shape the scheduler uses: each prefill bucket, then the decode step. The
   // warm-up prefill writes slot 0's rows, which the slot's first request overwrites.
-  for (int64_t bucket : buckets_) run_prefill(0, std::vector<int32_t>(1, 0), bucket, 0, 0, 0);
+  for (int64_t bucket : buckets_) run_prefill(0, std::vector<int32_t>(1, 0), bucket, Request{});
   run_step();
   ready_ = true;
   thread_ = std::thread([this] { loop(); });
@@ -52,6 +52,7 @@ bool Engine::submit(std::shared_ptr<Request> r) {
   if (r->max_tokens < 1) throw Error("max_tokens: must be >= 1");
   if (r->temperature < 0) throw Error("temperature: must be >= 0");
   if (r->top_k < 0) throw Error("top_k: must be >= 0");
+  if (!(r->top_p > 0 && r->top_p <= 1)) throw Error("top_p: must be in (0, 1]");
   if (r->seed < 0 || r->seed > std::numeric_limits<int32_t>::max())
     throw Error("seed: must be in [0, 2^31)");
   std::lock_guard lock(mutex_);
@@ -78,7 +79,7 @@ EngineStats Engine::stats() const {
 }
 
 int32_t Engine::run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
-                            int64_t seed, double temperature, int64_t top_k) {
+                            const Request& r) {
   std::vector<int32_t> tokens(static_cast<size_t>(bucket), 0);
   std::copy(prompt.begin(), prompt.end(), tokens.begin());
   const auto scalar = [](int64_t v) {
@@ -87,9 +88,10 @@ int32_t Engine::run_prefill(int64_t slot, const std::vector<int32_t>& prompt, in
   auto [next, cache] =
       steps_.prefill(cache_, jnp::array(tokens, Shape{1, bucket}), scalar(slot),
                      scalar(static_cast<int64_t>(prompt.size())),
-                     jnp::array(std::vector<int32_t>{static_cast<int32_t>(seed)}, Shape{1}),
-                     jnp::array(std::vector<float>{static_cast<float>(temperature)}, Shape{1}),
-                     jnp::array(std::vector<int32_t>{static_cast<int32_t>(top_k)}, Shape{1}));
+                     jnp::array(std::vector<int32_t>{static_cast<int32_t>(r.seed)}, Shape{1}),
+                     jnp::array(std::vector<float>{static_cast<float>(r.temperature)}, Shape{1}),
+                     jnp::array(std::vector<int32_t>{static_cast<int32_t>(r.top_k)}, Shape{1}),
+                     jnp::array(std::vector<float>{static_cast<float>(r.top_p)}, Shape{1}));
   cache_ = std::move(cache);
   return next.to_vector<int32_t>()[0];
 }
@@ -99,7 +101,7 @@ std::vector<int32_t> Engine::run_step() {
   // A free slot decodes token 0 at position 0 of its own rows: harmless, since a request that
   // takes the slot rewrites its rows from position 0 and masks every position past its own.
   std::vector<int32_t> tokens(B, 0), positions(B, 0), seeds(B, 0), top_k(B, 0);
-  std::vector<float> temps(B, 0.0f);
+  std::vector<float> temps(B, 0.0f), top_p(B, 1.0f);
   for (int64_t b = 0; b < B; ++b) {
     const Slot& s = slots_[b];
     if (!s.request) continue;
@@ -109,10 +111,12 @@ std::vector<int32_t> Engine::run_step() {
     seeds[b] = static_cast<int32_t>(s.request->seed);
     temps[b] = static_cast<float>(s.request->temperature);
     top_k[b] = static_cast<int32_t>(s.request->top_k);
+    top_p[b] = static_cast<float>(s.request->top_p);
   }
-  auto [next, cache] = steps_.decode(cache_, jnp::array(tokens, Shape{B, 1}),
-                                     jnp::array(positions, Shape{B}), jnp::array(seeds, Shape{B}),
-                                     jnp::array(temps, Shape{B}), jnp::array(top_k, Shape{B}));
+  auto [next, cache] =
+      steps_.decode(cache_, jnp::array(tokens, Shape{B, 1}), jnp::array(positions, Shape{B}),
+                    jnp::array(seeds, Shape{B}), jnp::array(temps, Shape{B}),
+                    jnp::array(top_k, Shape{B}), jnp::array(top_p, Shape{B}));
   cache_ = std::move(cache);
   return next.to_vector<int32_t>();
 }
@@ -158,8 +162,7 @@ void Engine::loop() {
       Slot& s = slots_[b];
       const int64_t n = static_cast<int64_t>(s.tokens.size());
       const int64_t bucket = *std::lower_bound(buckets_.begin(), buckets_.end(), n);
-      const int32_t first = run_prefill(static_cast<int64_t>(b), s.tokens, bucket, s.request->seed,
-                                        s.request->temperature, s.request->top_k);
+      const int32_t first = run_prefill(static_cast<int64_t>(b), s.tokens, bucket, *s.request);
       std::lock_guard lock(mutex_);
       deliver(s, first);
     }

@@ -15,6 +15,7 @@
 #include "cujax/jit.h"
 #include "cujax/lax.h"
 #include "cujax/metrics_log.h"
+#include "cujax/models/lm.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
 #include "cujax/vmap.h"
@@ -66,15 +67,24 @@ Array in_top_k(const Array& x, const Array& k) {
 }
 
 // logits (B, V) of the tokens at `positions` (B,) -> the tokens at positions + 1, drawn as
-// models::generate's sample() draws them, with the seed, temperature and k as values per slot.
+// models::generate's sample() draws them, with the seed, temperature, k and p as values per
+// slot.
 Array sample(const Array& logits, const Array& positions, const Array& seeds,
-             const Array& temperatures, const Array& top_k) {
+             const Array& temperatures, const Array& top_k, const Array& top_p) {
   const int64_t batch = logits.shape()[0];
   const Array greedy = jnp::astype(jnp::argmax(logits, -1), DType::I32);
   const Array temp = jnp::reshape(temperatures, Shape{batch, 1});
   const Array scaled = logits / jnp::where(jnp::less(0.0f, temp), temp, 1.0f);
   const Array keep = in_top_k(scaled, jnp::reshape(top_k, Shape{batch, 1}));
-  const Array masked = jnp::where(keep, scaled, -std::numeric_limits<float>::infinity());
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const Array top = jnp::where(keep, scaled, -kInf);
+  // The nucleus's 32 rounds only run when a slot asks for one (a few tenths of a ms per step).
+  const Array masked = lax::cond(
+      jnp::all(jnp::greater_equal(top_p, 1.0f)), [](const Array& x, const Array&) { return x; },
+      [&](const Array& x, const Array& p) {
+        return jnp::where(models::top_p_mask(x, jnp::reshape(p, Shape{batch, 1})), x, -kInf);
+      },
+      top, top_p);
   // Mapped over the slots, so the step holds one batched threefry hash for all of them rather
   // than one per slot (each is hundreds of small ops); the bits are the same.
   const auto draw = vmap([](const Array& seed, const Array& position, const Array& row) {
@@ -84,21 +94,33 @@ Array sample(const Array& logits, const Array& positions, const Array& seeds,
   return jnp::where(jnp::less(0.0f, temperatures), draw(seeds, positions, masked), greedy);
 }
 
+// Each slot's new key or value (B, 1, heads, head_dim) written into its rows of the cache
+// (B, max_seq, heads, head_dim) at its own position: a dynamic_update_slice per slot, mapped
+// over the slots, which vmap turns into one scatter of B windows. Only the B new rows are
+// written, where a `where` over a one-hot position mask rewrote the whole cache every step; a
+// backend that updates a donated operand in place touches nothing else.
+Array write_at(const Array& cache, const Array& kv, const Array& positions) {
+  const auto write = vmap([](const Array& rows, const Array& row, const Array& position) {
+    const Array zero = jnp::zeros({}, DType::I32);
+    return lax::dynamic_update_slice(rows, row, {position, zero, zero});
+  });
+  return write(cache, kv, positions);
+}
+
 // One decode step of every slot: tokens (B, 1) at positions (B,) -> the next tokens (B,) and
 // the cache with each slot's key and value written at its own position. The blocks' arithmetic
 // is Block::operator()'s; only the cache write and the mask are per row.
 std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& params,
                                   const State& cache, const Array& tokens, const Array& positions,
-                                  const Array& seeds, const Array& temperatures,
-                                  const Array& top_k) {
+                                  const Array& seeds, const Array& temperatures, const Array& top_k,
+                                  const Array& top_p) {
   const int64_t batch = tokens.shape()[0], d_model = model.config.d_model;
   const int64_t max_seq = cache.at(key_path(0)).shape()[1];
   State new_cache;
   const Array logits = nnx::functional_call(model, params, [&] {
     const Array slots = jnp::arange(max_seq, DType::I32);
     const Array pos = jnp::reshape(positions, Shape{batch, 1});
-    // write (B, S, 1, 1): the row's own position; visible (B, 1, 1, S): key_pos <= position.
-    const Array write = jnp::reshape(jnp::equal(slots, pos), Shape{batch, max_seq, 1, 1});
+    // visible (B, 1, 1, S): key_pos <= position.
     const Array visible = jnp::reshape(jnp::less_equal(slots, pos), Shape{batch, 1, 1, max_seq});
     Array x =
         model.embed(tokens) + jnp::reshape(model.pos_embed(positions), Shape{batch, 1, d_model});
@@ -106,8 +128,8 @@ std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& par
       models::Block& block = *model.blocks[i];
       nnx::MultiHeadAttention& attn = block.attn;
       const Array h = block.ln1(x);
-      const Array k = jnp::where(write, attn.key(h), cache.at(key_path(i)));
-      const Array v = jnp::where(write, attn.value(h), cache.at(value_path(i)));
+      const Array k = write_at(cache.at(key_path(i)), attn.key(h), positions);
+      const Array v = write_at(cache.at(value_path(i)), attn.value(h), positions);
       new_cache.set(key_path(i), k);
       new_cache.set(value_path(i), v);
       x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, visible, std::nullopt,
@@ -116,7 +138,7 @@ std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& par
     }
     return jnp::reshape(model.embed.attend(model.ln_f(x)), Shape{batch, model.config.vocab_size});
   });
-  return {sample(logits, positions, seeds, temperatures, top_k), std::move(new_cache)};
+  return {sample(logits, positions, seeds, temperatures, top_k, top_p), std::move(new_cache)};
 }
 
 // Prefill of one slot: tokens (1, L) (a prompt of `length` tokens, padded to the bucket L) ->
@@ -126,7 +148,8 @@ std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& par
 std::pair<Array, State> prefill_fn(models::TransformerLM& model, const State& params,
                                    const State& cache, const Array& tokens, const Array& slot,
                                    const Array& length, const Array& seeds,
-                                   const Array& temperatures, const Array& top_k) {
+                                   const Array& temperatures, const Array& top_k,
+                                   const Array& top_p) {
   const int64_t seq = tokens.shape()[1], vocab = model.config.vocab_size;
   const Array zero = jnp::zeros({}, DType::I32);
   State new_cache;
@@ -149,7 +172,7 @@ std::pair<Array, State> prefill_fn(models::TransformerLM& model, const State& pa
     return jnp::reshape(lax::dynamic_slice(all, {zero, length - 1, zero}, {1, 1, vocab}),
                         Shape{1, vocab});
   });
-  return {sample(logits, jnp::reshape(length - 1, Shape{1}), seeds, temperatures, top_k),
+  return {sample(logits, jnp::reshape(length - 1, Shape{1}), seeds, temperatures, top_k, top_p),
           std::move(new_cache)};
 }
 
@@ -159,11 +182,14 @@ auto jit_decode(models::TransformerLM& model) {
   JitOptions o;
   o.name = "serve_decode_step";
   o.donate_argnums = {1};
-  o.arg_names = {"params", "cache", "tokens", "positions", "seeds", "temperatures", "top_k"};
+  o.arg_names = {"params", "cache",        "tokens", "positions",
+                 "seeds",  "temperatures", "top_k",  "top_p"};
   return jit(
       [&model](const State& params, const State& cache, const Array& tokens, const Array& positions,
-               const Array& seeds, const Array& temperatures, const Array& top_k) {
-        return decode_fn(model, params, cache, tokens, positions, seeds, temperatures, top_k);
+               const Array& seeds, const Array& temperatures, const Array& top_k,
+               const Array& top_p) {
+        return decode_fn(model, params, cache, tokens, positions, seeds, temperatures, top_k,
+                         top_p);
       },
       o);
 }
@@ -172,12 +198,14 @@ auto jit_prefill(models::TransformerLM& model) {
   JitOptions o;
   o.name = "serve_prefill";
   o.donate_argnums = {1};
-  o.arg_names = {"params", "cache", "tokens", "slot", "length", "seeds", "temperatures", "top_k"};
+  o.arg_names = {"params", "cache",        "tokens", "slot", "length",
+                 "seeds",  "temperatures", "top_k",  "top_p"};
   return jit(
       [&model](const State& params, const State& cache, const Array& tokens, const Array& slot,
                const Array& length, const Array& seeds, const Array& temperatures,
-               const Array& top_k) {
-        return prefill_fn(model, params, cache, tokens, slot, length, seeds, temperatures, top_k);
+               const Array& top_k, const Array& top_p) {
+        return prefill_fn(model, params, cache, tokens, slot, length, seeds, temperatures, top_k,
+                          top_p);
       },
       o);
 }
@@ -236,12 +264,14 @@ ServeSteps jit_steps(models::TransformerLM& model, State params, int64_t max_bat
   s.cache = zero_cache(model, max_batch, s.max_seq);
   auto p = std::make_shared<const State>(std::move(params));
   s.decode = [p, f = jit_decode(model)](const State& c, const Array& t, const Array& pos,
-                                        const Array& seed, const Array& temp,
-                                        const Array& k) { return f(*p, c, t, pos, seed, temp, k); };
+                                        const Array& seed, const Array& temp, const Array& k,
+                                        const Array& top_p) {
+    return f(*p, c, t, pos, seed, temp, k, top_p);
+  };
   s.prefill = [p, f = jit_prefill(model)](const State& c, const Array& t, const Array& slot,
                                           const Array& n, const Array& seed, const Array& temp,
-                                          const Array& k) {
-    return f(*p, c, t, slot, n, seed, temp, k);
+                                          const Array& k, const Array& top_p) {
+    return f(*p, c, t, slot, n, seed, temp, k, top_p);
   };
   return s;
 }
@@ -257,15 +287,16 @@ void export_steps(models::TransformerLM& model, const State& params, int64_t max
   const auto i32 = [](Shape s) { return ShapeDtype{std::move(s), DType::I32}; };
   std::vector<std::pair<std::string, std::string>> members;
   const int64_t B = max_batch;
+  const auto f32 = [](Shape s) { return ShapeDtype{std::move(s), DType::F32}; };
   members.emplace_back("decode", export_(jit_decode(model), params, cache, i32({B, 1}), i32({B}),
-                                         i32({B}), ShapeDtype{{B}, DType::F32}, i32({B}))
+                                         i32({B}), f32({B}), i32({B}), f32({B}))
                                      .serialize());
   json::Value buckets = json::Value::Array{};
   for (int64_t L : prefill_buckets(seq)) {
     buckets.push_back(L);
     members.emplace_back("prefill." + std::to_string(L),
                          export_(jit_prefill(model), params, cache, i32({1, L}), i32({}), i32({}),
-                                 i32({1}), ShapeDtype{{1}, DType::F32}, i32({1}))
+                                 i32({1}), f32({1}), i32({1}), f32({1}))
                              .serialize());
   }
   for (const auto& [name, value] : params)
@@ -384,16 +415,19 @@ ServeSteps load_steps(const std::string& path) {
     }
   }
   s.decode = [loaded](const State& c, const Array& t, const Array& pos, const Array& seed,
-                      const Array& temp, const Array& k) {
-    return unflatten(loaded->decode, loaded->decode.call(loaded->params, c, t, pos, seed, temp, k));
+                      const Array& temp, const Array& k, const Array& top_p) {
+    return unflatten(loaded->decode,
+                     loaded->decode.call(loaded->params, c, t, pos, seed, temp, k, top_p));
   };
   s.prefill = [loaded, path](const State& c, const Array& t, const Array& slot, const Array& n,
-                             const Array& seed, const Array& temp, const Array& k) {
+                             const Array& seed, const Array& temp, const Array& k,
+                             const Array& top_p) {
     const auto it = loaded->prefill.find(t.shape()[1]);
     if (it == loaded->prefill.end())
       throw Error(path + ": no prefill for a prompt padded to " + std::to_string(t.shape()[1]) +
                   " tokens");
-    return unflatten(it->second, it->second.call(loaded->params, c, t, slot, n, seed, temp, k));
+    return unflatten(it->second,
+                     it->second.call(loaded->params, c, t, slot, n, seed, temp, k, top_p));
   };
   return s;
 }

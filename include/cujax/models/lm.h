@@ -63,8 +63,16 @@ struct SampleOptions {
   int64_t max_tokens = 100;
   double temperature = 1.0;  // 0: greedy (argmax)
   int64_t top_k = 0;         // 0: the whole vocabulary
+  double top_p = 1.0;        // in (0, 1]; 1: the whole vocabulary (after top_k)
   uint64_t seed = 0;
 };
+
+// Whether each of logits (B, V) is in its row's nucleus (top-p sampling): the fewest most
+// probable tokens whose probabilities (the row's softmax) add up to at least top_p (B, 1),
+// ties kept; top_p >= 1 keeps every token. The threshold is found by bisecting the
+// probabilities' bits, 32 rounds of a masked sum over the row, rather than by sorting, so that
+// generate() and the batched serving step (serve/steps.h) keep the same tokens.
+Array top_p_mask(const Array& logits, const Array& top_p);
 
 // Continues `prompt` (at least one token) with up to max_tokens tokens by decoding one token at
 // a time with the KV cache; stops early at the model's max_len. The next token at position p

@@ -38,6 +38,7 @@ struct Request {
   int64_t max_tokens = 16;
   double temperature = 0.0;  // 0: greedy
   int64_t top_k = 0;         // 0: the whole vocabulary
+  double top_p = 1.0;        // in (0, 1]; 1: the whole vocabulary (after top_k)
   int64_t seed = 0;
   // Sees each new token from the scheduler thread; returning false (the client went away)
   // ends the request and frees its slot.
@@ -74,6 +75,8 @@ class Engine {
   EngineStats stats() const;
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
+  int64_t max_queue() const { return max_queue_; }
+  int64_t vocab_size() const { return steps_.vocab_size; }
   const std::vector<int64_t>& prefill_buckets() const { return buckets_; }
 
  private:
@@ -85,7 +88,7 @@ class Engine {
   void loop();
   // Prefills `slot` with the prompt padded to `bucket`; returns the token after the prompt.
   int32_t run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
-                      int64_t seed, double temperature, int64_t top_k);
+                      const Request& sampling);
   std::vector<int32_t> run_step();
   // Hands the slot its next token; ends the request (false) when it is done or its client left.
   bool deliver(Slot& slot, int32_t token);

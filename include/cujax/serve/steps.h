@@ -2,9 +2,9 @@
 // without the model's source code.
 //
 // decode: one step of every slot, (cache, tokens (B, 1), positions (B,), seeds (B,),
-//         temperatures (B,), top_k (B,)) -> (next tokens (B,), cache).
+//         temperatures (B,), top_k (B,), top_p (B,)) -> (next tokens (B,), cache).
 // prefill: one slot's prompt padded to a bucket L, (cache, tokens (1, L), slot (), length (),
-//         seeds (1,), temperatures (1,), top_k (1,)) -> (next token (1,), cache).
+//         seeds (1,), temperatures (1,), top_k (1,), top_p (1,)) -> (next token (1,), cache).
 // The cache is blocks.<i>.key and blocks.<i>.value, (max_batch, max_seq, heads, head_dim) per
 // layer; a step's new cache replaces the old one. Tokens are drawn as models::generate draws
 // them (fold_in(PRNGKey(seed), position)), so a seeded request gives the same tokens either way.
@@ -26,16 +26,16 @@
 
 namespace cujax::serve {
 
-// The bundle format this cujax writes and the only one it reads.
-inline constexpr int kServeBundleVersion = 1;
+// The bundle format this cujax writes and the only one it reads (2: the steps take top_p).
+inline constexpr int kServeBundleVersion = 2;
 
 struct ServeSteps {
   using Decode = std::function<std::pair<Array, State>(
       const State& cache, const Array& tokens, const Array& positions, const Array& seeds,
-      const Array& temperatures, const Array& top_k)>;
+      const Array& temperatures, const Array& top_k, const Array& top_p)>;
   using Prefill = std::function<std::pair<Array, State>(
       const State& cache, const Array& tokens, const Array& slot, const Array& length,
-      const Array& seeds, const Array& temperatures, const Array& top_k)>;
+      const Array& seeds, const Array& temperatures, const Array& top_k, const Array& top_p)>;
 
   int64_t max_batch = 0;  // B
   int64_t max_seq = 0;    // the cache's length: prompt + generated tokens
