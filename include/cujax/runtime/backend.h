@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,23 @@ struct ExecuteOptions {
   std::function<void(const CheckResult&)> on_check;
 };
 
+// What an accelerator backend does with an op it has no device kernel for, so that the op would
+// run on the host (operands downloaded, CPU kernel, results uploaded): Log (the default) says so
+// on stderr once per op name, Error makes compiling fail naming the op and its location, Allow
+// is silent (for tools that list such ops themselves, as `cujax compile` does).
+enum class HostFallback { Log, Error, Allow };
+
+struct CompileOptions {
+  // Unset: CUJAX_HOST_FALLBACK, "log" (default), "error" or "allow".
+  std::optional<HostFallback> host_fallback;
+};
+
+// CUJAX_HOST_FALLBACK's value; throws Error naming the variable for an unknown value.
+HostFallback host_fallback_from_env();
+inline HostFallback host_fallback(const CompileOptions& options) {
+  return options.host_fallback ? *options.host_fallback : host_fallback_from_env();
+}
+
 class Executable {
  public:
   virtual ~Executable() = default;
@@ -50,7 +68,8 @@ class Backend {
   virtual std::vector<DeviceDescription> devices() const = 0;
   // Throws UnsupportedError naming the first op the backend cannot run.
   virtual std::unique_ptr<Executable> compile(const ir::Module& module,
-                                              std::string_view entry = "main") const = 0;
+                                              std::string_view entry = "main",
+                                              const CompileOptions& options = {}) const = 0;
   // What runtime::compile_spmd does on this backend (spmd.h); throws UnsupportedError where
   // the backend runs no SPMD programs.
   virtual std::unique_ptr<SpmdExecutable> compile_spmd(const ir::Module& module,

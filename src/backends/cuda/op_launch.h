@@ -1,0 +1,87 @@
+// Host-callable launchers of the kernels behind op_kernels.cpp (defined in indexing.cu, sort.cu,
+// region_reduce.cu and misc.cu). Pointers are device pointers; every launcher enqueues on `s`
+// and checks the launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/common/gather_scatter.h"
+#include "backends/common/index.h"
+#include "backends/common/scalar_program.h"
+#include "cujax/core/dtype.h"
+
+namespace cujax::cuda {
+
+class Device;
+
+// out[r] = operand[gather_source(r)], n result elements.
+void launch_gather(size_t element_bytes, const plan::GatherPlan& g, const void* operand,
+                   const void* indices, void* out, int64_t n, cudaStream_t s);
+
+enum class Combine : uint8_t { Assign, Add, Sub, Mul, Max, Min, And, Or, Xor, Region };
+
+// One input's scatter: `result` holds the input; every in-bounds update element is combined
+// into it with atomics (any order: the combiners are commutative, and integer results do not
+// depend on the order). Assign without unique indices lets the last position win, as the CPU
+// backend does, through `winners` (one int64 per result element, n_results of them).
+void launch_scatter(DType t, Combine c, const scalar::Program* region, const plan::ScatterPlan& p,
+                    const void* indices, const void* updates, void* result, int64_t n_updates,
+                    int64_t* winners, int64_t n_results, cudaStream_t s);
+// Several inputs combined by one region: one thread applies the updates in order.
+void launch_scatter_serial(int n_inputs, const DType* types, const scalar::Program& region,
+                           const plan::ScatterPlan& p, const void* indices,
+                           const void* const* updates, void* const* results, int64_t n_updates,
+                           cudaStream_t s);
+
+// dynamic_slice / dynamic_update_slice: the operand's dims, the window's sizes, and a device
+// pointer to each start index (a scalar of index_type), clamped as the spec says.
+struct DynamicWindow {
+  int rank = 0;
+  int64_t operand_dims[index::kMaxRank] = {};
+  int64_t sizes[index::kMaxRank] = {};
+  const void* starts[index::kMaxRank] = {};
+  DType index_type = DType::I32;
+};
+// out (the window, row-major) = operand[window].
+void launch_dynamic_slice(size_t element_bytes, const DynamicWindow& w, const void* operand,
+                          void* out, cudaStream_t s);
+// result[window] = update (result already holds the operand).
+void launch_dynamic_update_slice(size_t element_bytes, const DynamicWindow& w, const void* update,
+                                 void* result, cudaStream_t s);
+
+// clamp(lo, x, hi) with the CPU backend's maximum-then-minimum; scalar bounds when *_scalar.
+void launch_clamp(DType t, const void* lo, bool lo_scalar, const void* x, const void* hi,
+                  bool hi_scalar, void* out, int64_t n, cudaStream_t s);
+
+// A reduce of n inputs (types[k]) by a region (args: n accumulators, then n elements) over the
+// dimensions flagged in `reduced` of `dims`, starting from the scalars inits[k].
+void launch_reduce_region(const scalar::Program& region, int n, const DType* types,
+                          const void* const* inputs, const void* const* inits, void* const* outs,
+                          const int64_t* dims, const bool* reduced, int rank, cudaStream_t s);
+
+// Sorting along `dim` of `dims` (every operand has that shape).
+struct SortShape {
+  int rank = 0;
+  int dim = 0;
+  int64_t dims[index::kMaxRank] = {};
+};
+// The comparator JAX emits for one key (operand 0) compared LT or GT, floats by TOTALORDER
+// (after -0 -> 0 and NaN -> one NaN when `canonical_*` are set): a stable radix sort of
+// (key, position) pairs with CUB, then every operand gathered by the sorted positions.
+struct RadixKey {
+  DType type = DType::F32;
+  bool descending = false;
+  bool canonicalize = false;
+  uint64_t canonical_zero = 0, canonical_nan = 0;  // bits of the comparator's constants
+};
+void launch_radix_sort(Device& device, const RadixKey& key, const SortShape& shape, int n,
+                       const DType* types, const void* const* inputs, void* const* outputs);
+// Any other comparator: a stable merge sort of each row's positions by the region (args:
+// lhs and rhs of operand 0, of operand 1, ...), one thread per row, then the same gathers.
+void launch_region_sort(Device& device, const scalar::Program& comparator, const SortShape& shape,
+                        int n, const DType* types, const void* const* inputs,
+                        void* const* outputs);
+
+}  // namespace cujax::cuda
