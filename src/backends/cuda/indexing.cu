@@ -202,6 +202,51 @@ __global__ void dynamic_update_slice_kernel(DynamicWindow w, const void* update,
   }
 }
 
+// The window of source element s: the offset its select region picks (-1: only padding).
+__global__ void select_kernel(scalar::Program select, plan::Window w, const void* operand,
+                              int bytes, int64_t* selected) {
+  int64_t oi[index::kMaxRank];
+  for (int64_t s = thread_begin(); s < w.num_out; s += thread_stride()) {
+    index::unravel(s, w.out_dims, w.rank, oi);
+    int64_t best = -1;
+    uint64_t args[2], keep = 0;
+    for (int64_t e = 0; e < w.window_size; ++e) {
+      const int64_t off = plan::window_source(w, oi, e);
+      if (off < 0) continue;
+      const uint64_t v = scalar::load(operand, off, bytes);
+      if (best >= 0) {
+        args[1] = v;
+        select.run(args, &keep);
+        if (keep & 1) continue;
+      }
+      best = off;
+      args[0] = v;
+    }
+    selected[s] = best;
+  }
+}
+
+template <class T>
+__global__ void scatter_selected_kernel(Combine c, scalar::Program region, bool use_region,
+                                        const int64_t* selected, const T* source, T* result,
+                                        int64_t n) {
+  for (int64_t s = thread_begin(); s < n; s += thread_stride()) {
+    const int64_t t = selected[s];
+    if (t < 0) continue;
+    const uint64_t v = scalar::to_bits(source[s]);
+    if (use_region) {
+      atomic_update(result, t, sizeof(T), [&](uint64_t old) {
+        const uint64_t args[2] = {old, v};
+        uint64_t out = 0;
+        region.run(args, &out);
+        return out;
+      });
+    } else if (!(c == Combine::Add && native_add(result + t, source[s]))) {
+      atomic_update(result, t, sizeof(T), [&](uint64_t old) { return combine<T>(c, old, v); });
+    }
+  }
+}
+
 template <class T>
 __global__ void clamp_kernel(const T* lo, int64_t lo_step, const T* x, const T* hi,
                              int64_t hi_step, T* out, int64_t n) {
@@ -286,6 +331,24 @@ void launch_dynamic_update_slice(size_t element_bytes, const DynamicWindow& w, c
         <<<grid_for(n), kBlock, 0, s>>>(w, update, result, n);
   });
   CUJAX_CUDA_CHECK_LAUNCH("dynamic_update_slice_kernel");
+}
+
+void launch_select_and_scatter(DType t, const scalar::Program& select, Combine combine,
+                               const scalar::Program* scatter, const plan::Window& w,
+                               const void* operand, const void* source, void* result,
+                               int64_t* selected, cudaStream_t s) {
+  if (w.num_out == 0) return;
+  select_kernel<<<grid_for(w.num_out), kBlock, 0, s>>>(select, w, operand,
+                                                       static_cast<int>(size_of(t)), selected);
+  CUJAX_CUDA_CHECK_LAUNCH("select_kernel");
+  const scalar::Program none{};
+  visit_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    scatter_selected_kernel<T><<<grid_for(w.num_out), kBlock, 0, s>>>(
+        combine, scatter ? *scatter : none, scatter != nullptr, selected,
+        static_cast<const T*>(source), static_cast<T*>(result), w.num_out);
+  });
+  CUJAX_CUDA_CHECK_LAUNCH("scatter_selected_kernel");
 }
 
 void launch_clamp(DType t, const void* lo, bool lo_scalar, const void* x, const void* hi,

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "backends/common/copy_plan.h"
 #include "backends/common/gather_scatter.h"
 #include "backends/common/scalar_program.h"
 #include "backends/cpu/kernels.h"
@@ -440,6 +441,162 @@ DeviceKernel sort_kernel(const ir::Operation& op, const std::shared_ptr<Device>&
   };
 }
 
+std::vector<int64_t> ints_or(const ir::Operation& op, const char* name, size_t n, int64_t fill) {
+  if (!op.attr(name)) return std::vector<int64_t>(n, fill);
+  return op.ints(name);
+}
+
+DeviceKernel reduce_window_kernel(const ir::Operation& op, Device* d) {
+  const size_t n = op.operands.size() / 2;
+  if (op.regions.size() != 1 || n == 0 || op.operands.size() != 2 * n || op.num_results() != n ||
+      n > static_cast<size_t>(scalar::Program::kMaxResults))
+    return {};
+  const Shape in_shape = op.operands[0]->type.shape;
+  const size_t r = in_shape.size();
+  std::vector<DType> types;
+  std::vector<ir::Type> rts;
+  for (size_t k = 0; k < n; ++k) {
+    if (op.operands[k]->type.shape != in_shape || op.operands[n + k]->type.rank() != 0 ||
+        op.operands[n + k]->type.dtype != op.operands[k]->type.dtype ||
+        op.result(k)->type.dtype != op.operands[k]->type.dtype)
+      return {};
+    types.push_back(op.operands[k]->type.dtype);
+    rts.push_back(op.result(k)->type);
+  }
+  auto w = plan::window_plan(in_shape, op.ints("window_dimensions"),
+                             ints_or(op, "window_strides", r, 1),
+                             ints_or(op, "base_dilations", r, 1),
+                             ints_or(op, "window_dilations", r, 1), ints_or(op, "padding", 2 * r, 0));
+  if (!w) return {};
+  for (size_t k = 0; k < n; ++k)
+    if (rts[k].shape != Shape(w->out_dims, w->out_dims + r)) return {};
+  auto region = scalar::compile(*op.regions[0]);
+  if (!region || region->num_args != static_cast<int>(2 * n) ||
+      region->num_results != static_cast<int>(n))
+    return {};
+  return [d, n, types, rts, w = *w, region = *region](std::span<const DeviceArray> in) {
+    std::vector<DeviceArray> out;
+    std::vector<const void*> inputs, inits;
+    std::vector<void*> outs;
+    for (size_t k = 0; k < n; ++k) {
+      out.push_back(d->allocate(rts[k].dtype, rts[k].shape));
+      inputs.push_back(in[k].data.get());
+      inits.push_back(in[n + k].data.get());
+      outs.push_back(out.back().data.get());
+    }
+    launch_reduce_window(region, static_cast<int>(n), types.data(), inputs.data(), inits.data(),
+                         outs.data(), w, d->stream());
+    return out;
+  };
+}
+
+DeviceKernel select_and_scatter_kernel(const ir::Operation& op, Device* d) {
+  if (op.operands.size() != 3 || op.num_results() != 1 || op.regions.size() != 2) return {};
+  const ir::Type rt = op.result(0)->type;
+  const DType t = rt.dtype;
+  if (op.operands[0]->type != rt || op.operands[1]->type.dtype != t ||
+      op.operands[2]->type.dtype != t || op.operands[2]->type.rank() != 0)
+    return {};
+  const size_t r = rt.shape.size();
+  const std::vector<int64_t> ones(r, 1);
+  auto w = plan::window_plan(rt.shape, op.ints("window_dimensions"),
+                             ints_or(op, "window_strides", r, 1), ones, ones,
+                             ints_or(op, "padding", 2 * r, 0));
+  if (!w || op.operands[1]->type.shape != Shape(w->out_dims, w->out_dims + r)) return {};
+  auto select = scalar::compile(*op.regions[0]);
+  if (!select || select->num_args != 2 || select->num_results != 1) return {};
+  std::optional<Combine> combine;
+  if (auto name = cpu::simple_binary_region(*op.regions[1])) combine = combine_of(*name, t);
+  std::optional<scalar::Program> scatter;
+  if (!combine) {
+    scatter = scalar::compile(*op.regions[1]);
+    if (!scatter || scatter->num_args != 2 || scatter->num_results != 1) return {};
+  }
+  return [d, rt, w = *w, select = *select, combine, scatter](std::span<const DeviceArray> in) {
+    DeviceArray out = d->allocate(rt.dtype, rt.shape);
+    launch_fill(size_of(rt.dtype), in[2].data.get(), out.data.get(), out.size(), d->stream());
+    auto selected = d->allocate(sizeof(int64_t) * static_cast<size_t>(w.num_out));
+    launch_select_and_scatter(rt.dtype, select, combine ? *combine : Combine::Region,
+                              scatter ? &*scatter : nullptr, w, in[0].data.get(),
+                              in[1].data.get(), out.data.get(),
+                              static_cast<int64_t*>(selected.get()), d->stream());
+    return one(std::move(out));
+  };
+}
+
+// The products cuBLASLt does not run (integer and boolean operands of the result's type).
+DeviceKernel naive_dot_kernel(const ir::Operation& op, Device* d) {
+  if (op.operands.size() != 2 || op.num_results() != 1) return {};
+  const ir::Type& lt = op.operands[0]->type;
+  const ir::Type& rtype = op.operands[1]->type;
+  const ir::Type rt = op.result(0)->type;
+  if (lt.dtype != rt.dtype || rtype.dtype != rt.dtype || is_float(rt.dtype)) return {};
+  const ir::Attribute* dn = op.attr("dot_dimension_numbers");
+  if (!dn) return {};
+  auto field = [&](const char* f) -> std::vector<int64_t> {
+    const ir::Attribute* a = dn->field(f);
+    if (!a) return {};
+    if (a->kind == ir::Attribute::Kind::Integer) return {a->integer};
+    return ir::as_ints(*a);
+  };
+  const plan::DotPlan p =
+      plan::dot_general(lt.shape, rtype.shape, field("lhs_batching_dimensions"),
+                        field("rhs_batching_dimensions"), field("lhs_contracting_dimensions"),
+                        field("rhs_contracting_dimensions"));
+  if (p.batch * p.m * p.n != rt.num_elements()) return {};
+  std::optional<index::StridedCopy> lbox, rbox;
+  if (!p.lhs_perm.empty()) lbox = plan::transpose(lt.shape, p.lhs_perm);
+  if (!p.rhs_perm.empty()) rbox = plan::transpose(rtype.shape, p.rhs_perm);
+  const int64_t lsize = lt.num_elements(), rsize = rtype.num_elements();
+  return [d, rt, p, lbox, rbox, lsize, rsize](std::span<const DeviceArray> in) {
+    const size_t w = size_of(rt.dtype);
+    DeviceArray a = in[0], b = in[1];
+    if (lbox) {
+      a = d->allocate(rt.dtype, {lsize});
+      launch_strided_copy(w, *lbox, in[0].data.get(), a.data.get(), d->stream());
+    }
+    if (rbox) {
+      b = d->allocate(rt.dtype, {rsize});
+      launch_strided_copy(w, *rbox, in[1].data.get(), b.data.get(), d->stream());
+    }
+    DeviceArray out = d->allocate(rt.dtype, rt.shape);
+    launch_dot_naive(rt.dtype, a.data.get(), b.data.get(), out.data.get(), p.batch, p.m, p.n,
+                     p.k, d->stream());
+    return one(std::move(out));
+  };
+}
+
+DeviceKernel is_finite_kernel(const ir::Operation& op, Device* d) {
+  if (op.operands.size() != 1 || op.num_results() != 1) return {};
+  const ir::Type rt = op.result(0)->type;
+  const DType t = op.operands[0]->type.dtype;
+  if (!is_float(t) || rt.dtype != DType::Bool || rt.shape != op.operands[0]->type.shape) return {};
+  return [d, rt, t](std::span<const DeviceArray> in) {
+    DeviceArray out = d->allocate(rt.dtype, rt.shape);
+    launch_is_finite(t, in[0].data.get(), static_cast<bool*>(out.data.get()), out.size(),
+                     d->stream());
+    return one(std::move(out));
+  };
+}
+
+DeviceKernel reduce_precision_kernel(const ir::Operation& op, Device* d) {
+  if (op.operands.size() != 1 || op.num_results() != 1) return {};
+  const ir::Type rt = op.result(0)->type;
+  const ir::Attribute* eb = op.attr("exponent_bits");
+  const ir::Attribute* mb = op.attr("mantissa_bits");
+  if (!is_float(rt.dtype) || op.operands[0]->type != rt || !eb || !mb ||
+      eb->kind != ir::Attribute::Kind::Integer || mb->kind != ir::Attribute::Kind::Integer ||
+      eb->integer < 1 || mb->integer < 0)
+    return {};
+  const int e = static_cast<int>(eb->integer), m = static_cast<int>(mb->integer);
+  return [d, rt, e, m](std::span<const DeviceArray> in) {
+    DeviceArray out = d->allocate(rt.dtype, rt.shape);
+    launch_reduce_precision(rt.dtype, e, m, in[0].data.get(), out.data.get(), out.size(),
+                            d->stream());
+    return one(std::move(out));
+  };
+}
+
 DeviceKernel identity_kernel(const ir::Operation& op) {
   if (op.operands.size() != op.num_results()) return {};
   return [](std::span<const DeviceArray> in) {
@@ -463,6 +620,11 @@ DeviceKernel op_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
   if (name == "stablehlo.scatter") return scatter_kernel(op, d);
   if (name == "stablehlo.reduce") return reduce_kernel(op, d);
   if (name == "stablehlo.sort") return sort_kernel(op, ctx.device);
+  if (name == "stablehlo.reduce_window") return reduce_window_kernel(op, d);
+  if (name == "stablehlo.select_and_scatter") return select_and_scatter_kernel(op, d);
+  if (name == "stablehlo.dot_general") return naive_dot_kernel(op, d);
+  if (name == "stablehlo.is_finite") return is_finite_kernel(op, d);
+  if (name == "stablehlo.reduce_precision") return reduce_precision_kernel(op, d);
   if (name == "stablehlo.optimization_barrier") return identity_kernel(op);
   if (!ctx.spmd) return control_kernel(op, ctx);
   return {};

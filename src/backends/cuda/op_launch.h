@@ -10,6 +10,7 @@
 #include "backends/common/gather_scatter.h"
 #include "backends/common/index.h"
 #include "backends/common/scalar_program.h"
+#include "backends/common/window.h"
 #include "cujax/core/dtype.h"
 
 namespace cujax::cuda {
@@ -83,5 +84,27 @@ void launch_radix_sort(Device& device, const RadixKey& key, const SortShape& sha
 void launch_region_sort(Device& device, const scalar::Program& comparator, const SortShape& shape,
                         int n, const DType* types, const void* const* inputs,
                         void* const* outputs);
+
+// reduce_window of n inputs by a region (n accumulators, then n elements); padding and
+// dilation holes contribute the init values, as the spec's padded operand does.
+void launch_reduce_window(const scalar::Program& region, int n, const DType* types,
+                          const void* const* inputs, const void* const* inits, void* const* outs,
+                          const plan::Window& w, cudaStream_t s);
+// select_and_scatter: each window of `operand` (one per source element) selects an element by
+// the `select` region (args: the current pick, the next element; true keeps the pick); the
+// source element is combined into it (by `scatter`, or `combine` when it is a single binary op)
+// with atomics. `result` holds the init value everywhere; `selected` has one int64 per source
+// element.
+void launch_select_and_scatter(DType t, const scalar::Program& select, Combine combine,
+                               const scalar::Program* scatter, const plan::Window& w,
+                               const void* operand, const void* source, void* result,
+                               int64_t* selected, cudaStream_t s);
+// C[b] = A[b] (m x k) * B[b] (k x n), row-major, in the element type (integers wrap, booleans
+// or/and): the products cuBLASLt does not run. One thread per result element.
+void launch_dot_naive(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, cudaStream_t s);
+void launch_is_finite(DType t, const void* in, bool* out, int64_t n, cudaStream_t s);
+void launch_reduce_precision(DType t, int exponent_bits, int mantissa_bits, const void* in,
+                             void* out, int64_t n, cudaStream_t s);
 
 }  // namespace cujax::cuda

@@ -97,6 +97,25 @@ __global__ void region_reduce_block_kernel(scalar::Program region, RegionReduceA
   }
 }
 
+__global__ void reduce_window_kernel(scalar::Program region, RegionReduceArgs a, plan::Window w) {
+  uint64_t args[2 * kMaxInputs], acc[kMaxInputs], init[kMaxInputs];
+  int64_t oi[index::kMaxRank];
+  for (int k = 0; k < a.n; ++k) init[k] = scalar::load(a.inits[k], 0, a.bytes[k]);
+  for (int64_t o = thread_begin(); o < w.num_out; o += thread_stride()) {
+    index::unravel(o, w.out_dims, w.rank, oi);
+    for (int k = 0; k < a.n; ++k) acc[k] = init[k];
+    for (int64_t e = 0; e < w.window_size; ++e) {
+      const int64_t off = plan::window_source(w, oi, e);
+      for (int k = 0; k < a.n; ++k) {
+        args[k] = acc[k];
+        args[a.n + k] = off >= 0 ? scalar::load(a.inputs[k], off, a.bytes[k]) : init[k];
+      }
+      region.run(args, acc);
+    }
+    for (int k = 0; k < a.n; ++k) scalar::store(a.outs[k], o, a.bytes[k], acc[k]);
+  }
+}
+
 constexpr int64_t kFewResults = 1024;
 constexpr int64_t kLongReduction = 2048;
 
@@ -133,6 +152,23 @@ void launch_reduce_region(const scalar::Program& region, int n, const DType* typ
   else
     region_reduce_kernel<<<grid_for(n_out), kBlock, 0, s>>>(region, a, n_out);
   CUJAX_CUDA_CHECK_LAUNCH("region_reduce_kernel");
+}
+
+void launch_reduce_window(const scalar::Program& region, int n, const DType* types,
+                          const void* const* inputs, const void* const* inits, void* const* outs,
+                          const plan::Window& w, cudaStream_t s) {
+  if (n > kMaxInputs) throw UnsupportedError("reduce_window: too many inputs for cuda");
+  if (w.num_out == 0) return;
+  RegionReduceArgs a;
+  a.n = n;
+  for (int k = 0; k < n; ++k) {
+    a.bytes[k] = static_cast<int>(size_of(types[k]));
+    a.inputs[k] = inputs[k];
+    a.inits[k] = inits[k];
+    a.outs[k] = outs[k];
+  }
+  reduce_window_kernel<<<grid_for(w.num_out), kBlock, 0, s>>>(region, a, w);
+  CUJAX_CUDA_CHECK_LAUNCH("reduce_window_kernel");
 }
 
 }  // namespace cujax::cuda
