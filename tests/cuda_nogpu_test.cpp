@@ -81,9 +81,9 @@ TEST(CudaNoGpu, ConformanceProgramsRunEntirelyOnTheDevice) {
     off.add(e.path().filename().string(), fallbacks_of(*module));
   }
   EXPECT_GT(files, 0);
-  EXPECT_TRUE(off.programs.empty()) << off.programs.size() << " of " << files
-                                    << " programs run ops on the host:\n"
-                                    << off.summary();
+  EXPECT_TRUE(off.programs.empty())
+      << off.programs.size() << " of " << files << " programs run ops on the host:\n"
+      << off.summary();
 }
 
 class CudaNoGpuModel : public ::testing::Test {
@@ -162,19 +162,21 @@ TEST(CudaNoGpuSwitch, ErrorModeNamesTheOpAndLocation) {
     cuda::compile_program(*module, *module->lookup("main"), nullptr, nullptr, options);
     FAIL() << "expected UnsupportedError";
   } catch (const UnsupportedError& e) {
-    EXPECT_NE(std::string(e.what()).find("stablehlo.reduce at 3:3"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("stablehlo.reduce at 3:3"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("CUJAX_HOST_FALLBACK=error"), std::string::npos);
   }
 }
 
 TEST(CudaNoGpuSwitch, EnvironmentVariableSetsTheDefault) {
+  const char* before = std::getenv("CUJAX_HOST_FALLBACK");
+  const std::string saved = before ? before : "";
   ::setenv("CUJAX_HOST_FALLBACK", "error", 1);
   EXPECT_EQ(runtime::host_fallback_from_env(), runtime::HostFallback::Error);
   ::setenv("CUJAX_HOST_FALLBACK", "sometimes", 1);
   EXPECT_THROW(runtime::host_fallback_from_env(), Error);
   ::unsetenv("CUJAX_HOST_FALLBACK");
   EXPECT_EQ(runtime::host_fallback_from_env(), runtime::HostFallback::Log);
+  if (before) ::setenv("CUJAX_HOST_FALLBACK", saved.c_str(), 1);
 }
 
 // compile_report (what `cujax compile` prints): steps, nested programs and the peak size.

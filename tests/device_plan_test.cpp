@@ -92,7 +92,8 @@ TEST(DevicePlan, GatherSourceMatchesCpuGather) {
 // scatter-add as cross-entropy's and the embedding's gradients emit it (repeated and
 // out-of-range indices): the sum over update elements of scatter_target's places.
 TEST(DevicePlan, ScatterTargetMatchesCpuScatterAdd) {
-  auto m = ir::parse_module(R"(func.func @main(%a: tensor<10x4xf32>, %i: tensor<6x1xi32>, %u: tensor<6x4xf32>) -> tensor<10x4xf32> {
+  auto m = ir::parse_module(
+      R"(func.func @main(%a: tensor<10x4xf32>, %i: tensor<6x1xi32>, %u: tensor<6x4xf32>) -> tensor<10x4xf32> {
   %0 = "stablehlo.scatter"(%a, %i, %u) ({
   ^bb0(%x: tensor<f32>, %y: tensor<f32>):
     %s = stablehlo.add %x, %y : tensor<f32>
@@ -117,7 +118,8 @@ TEST(DevicePlan, ScatterTargetMatchesCpuScatterAdd) {
 
 // The argmax reduce JAX emits: (value, index) pairs, NaN-aware, lower index on ties.
 TEST(DevicePlan, ScalarProgramRunsArgmaxLikeTheCpu) {
-  auto m = ir::parse_module(R"(func.func @main(%v: tensor<3x5xf32>, %i: tensor<3x5xi32>, %v0: tensor<f32>, %i0: tensor<i32>) -> (tensor<3xf32>, tensor<3xi32>) {
+  auto m = ir::parse_module(
+      R"(func.func @main(%v: tensor<3x5xf32>, %i: tensor<3x5xi32>, %v0: tensor<f32>, %i0: tensor<i32>) -> (tensor<3xf32>, tensor<3xi32>) {
   %0:2 = stablehlo.reduce(%v init: %v0), (%i init: %i0) across dimensions = [1] : (tensor<3x5xf32>, tensor<3x5xi32>, tensor<f32>, tensor<i32>) -> (tensor<3xf32>, tensor<3xi32>)
    reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<i32>, %d: tensor<i32>)  {
     %1 = stablehlo.compare  GT, %a, %c,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
@@ -157,7 +159,8 @@ TEST(DevicePlan, ScalarProgramRunsArgmaxLikeTheCpu) {
 
 // reduce_window with stride, padding and dilations: max over window_source's elements.
 TEST(DevicePlan, WindowSourceMatchesCpuReduceWindow) {
-  auto m = ir::parse_module(R"(func.func @main(%a: tensor<5x6xf32>, %z: tensor<f32>) -> tensor<4x3xf32> {
+  auto m =
+      ir::parse_module(R"(func.func @main(%a: tensor<5x6xf32>, %z: tensor<f32>) -> tensor<4x3xf32> {
   %0 = "stablehlo.reduce_window"(%a, %z) ({
   ^bb0(%x: tensor<f32>, %y: tensor<f32>):
     %s = stablehlo.maximum %x, %y : tensor<f32>

@@ -47,9 +47,9 @@ int compile_command(const std::vector<std::string>& argv) {
     return 0;
   }
   int device = 0;
-  for (const std::string& s : r.steps) device += s.compare(s.find_first_not_of(' '), 6, "device") == 0;
-  std::printf("steps (%zu, %d on the device; nested programs indented):\n", r.steps.size(),
-              device);
+  for (const std::string& s : r.steps)
+    device += s.compare(s.find_first_not_of(' '), 6, "device") == 0;
+  std::printf("steps (%zu, %d on the device; nested programs indented):\n", r.steps.size(), device);
   for (const std::string& s : r.steps) std::printf("  %s\n", s.c_str());
   std::printf("peak buffer size: %s (%lld bytes, arguments included)\n",
               mib(r.peak_buffer_bytes).c_str(), static_cast<long long>(r.peak_buffer_bytes));

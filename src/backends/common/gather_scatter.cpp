@@ -72,8 +72,8 @@ IndexVectors index_vectors(const ir::Operation& op, const Shape& operand, const 
     pos_sizes.push_back(S[d]);
   }
   if (pos_dims.size() != pos_sizes.size())
-    fail(op, "the result has " + std::to_string(pos_dims.size()) + " batch dimensions, the indices " +
-                 std::to_string(pos_sizes.size()));
+    fail(op, "the result has " + std::to_string(pos_dims.size()) +
+                 " batch dimensions, the indices " + std::to_string(pos_sizes.size()));
   for (size_t j = 0; j < pos_dims.size(); ++j)
     if (out[pos_dims[j]] != pos_sizes[j])
       fail(op, "batch dimension sizes of the indices and the result differ");

@@ -168,7 +168,8 @@ std::optional<Program> compile(const ir::Region& region) {
       if (in.size() != 2 || rt != DType::Bool || op.operands[1]->type.dtype != t)
         return std::nullopt;
       const ir::Attribute* d = op.attr("comparison_direction");
-      auto dir = d && d->kind == ir::Attribute::Kind::Enum ? direction(d->enum_value) : std::nullopt;
+      auto dir =
+          d && d->kind == ir::Attribute::Kind::Enum ? direction(d->enum_value) : std::nullopt;
       if (!dir) return std::nullopt;
       ins.code = Code::Cmp;
       ins.type = t;

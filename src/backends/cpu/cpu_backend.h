@@ -9,8 +9,9 @@ class CpuBackend final : public runtime::Backend {
   std::string_view platform() const override { return "cpu"; }
   std::vector<runtime::DeviceDescription> devices() const override;
   // Everything runs on the host here: the options' host_fallback has nothing to act on.
-  std::unique_ptr<runtime::Executable> compile(const ir::Module& module, std::string_view entry,
-                                               const runtime::CompileOptions& options) const override;
+  std::unique_ptr<runtime::Executable> compile(
+      const ir::Module& module, std::string_view entry,
+      const runtime::CompileOptions& options) const override;
   std::unique_ptr<runtime::SpmdExecutable> compile_spmd(const ir::Module& module,
                                                         std::vector<int> device_ids,
                                                         std::string_view entry) const override;

@@ -98,7 +98,7 @@ Plan make_plan(const Lt& api, const MatmulShape& s) {
 
 Plan make_plan_or_throw(const Lt& api, const MatmulShape& s, Plan& p) {
   const bool f64 = s.out == DType::F64;
-  const cublasComputeType_t compute = f64     ? CUBLAS_COMPUTE_64F
+  const cublasComputeType_t compute = f64      ? CUBLAS_COMPUTE_64F
                                       : s.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                : CUBLAS_COMPUTE_32F;
   CUJAX_LT_CHECK(api.desc_create(&p.desc, compute, f64 ? CUDA_R_64F : CUDA_R_32F));
@@ -121,8 +121,7 @@ Plan make_plan_or_throw(const Lt& api, const MatmulShape& s, Plan& p) {
   size_t ws = kWorkspaceBytes;
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t st =
-      api.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasStatus_t st = api.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   if (st == CUBLAS_STATUS_SUCCESS)
     st = api.heuristic(api.handle, p.desc, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found);
   api.pref_destroy(pref);
@@ -130,8 +129,7 @@ Plan make_plan_or_throw(const Lt& api, const MatmulShape& s, Plan& p) {
   if (found == 0)
     throw CudaError("cuBLASLt has no algorithm for a " + std::string(mlir_name(s.in)) + " -> " +
                     std::string(mlir_name(s.out)) + " product " + std::to_string(s.m) + "x" +
-                    std::to_string(s.k) + " by " + std::to_string(s.k) + "x" +
-                    std::to_string(s.n));
+                    std::to_string(s.k) + " by " + std::to_string(s.k) + "x" + std::to_string(s.n));
   p.algo = result.algo;
   return p;
 }
@@ -180,9 +178,8 @@ void cublaslt_matmul(Device& device, const MatmulShape& shape, const void* a, co
   const void* alpha = f64 ? static_cast<const void*>(&one64) : &one32;
   const void* beta = f64 ? static_cast<const void*>(&zero64) : &zero32;
   CUJAX_LT_CHECK(api.matmul(api.handle, plan->desc, alpha, b, plan->la, a, plan->lb, beta, c,
-                            plan->lc, c, plan->lc, &plan->algo,
-                            device.workspace(kWorkspaceBytes), kWorkspaceBytes,
-                            device.stream()));
+                            plan->lc, c, plan->lc, &plan->algo, device.workspace(kWorkspaceBytes),
+                            kWorkspaceBytes, device.stream()));
 }
 
 }  // namespace cujax::cuda

@@ -302,20 +302,23 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
     std::optional<index::StridedCopy> lbox, rbox;
     if (!p.lhs_perm.empty()) lbox = plan::transpose(lt.shape, p.lhs_perm);
     if (!p.rhs_perm.empty()) rbox = plan::transpose(rtype.shape, p.rhs_perm);
-    const MatmulShape shape{in_t, rt.dtype, p.batch, p.m, p.n, p.k,
+    const MatmulShape shape{in_t,
+                            rt.dtype,
+                            p.batch,
+                            p.m,
+                            p.n,
+                            p.k,
                             rt.dtype == DType::F32 && in_t == DType::F32 && tf32_allowed(op)};
     const int64_t lsize = lt.num_elements(), rsize = rtype.num_elements();
     return [d, rt, lbox, rbox, lsize, rsize, shape](std::span<const DeviceArray> in) {
       DeviceArray a = in[0], b = in[1];
       if (lbox) {
         a = d->allocate(shape.in, {lsize});
-        launch_strided_copy(size_of(shape.in), *lbox, in[0].data.get(), a.data.get(),
-                            d->stream());
+        launch_strided_copy(size_of(shape.in), *lbox, in[0].data.get(), a.data.get(), d->stream());
       }
       if (rbox) {
         b = d->allocate(shape.in, {rsize});
-        launch_strided_copy(size_of(shape.in), *rbox, in[1].data.get(), b.data.get(),
-                            d->stream());
+        launch_strided_copy(size_of(shape.in), *rbox, in[1].data.get(), b.data.get(), d->stream());
       }
       DeviceArray out = d->allocate(rt.dtype, rt.shape);
       if (out.size() > 0) {
@@ -522,8 +525,8 @@ int64_t peak_buffer_bytes(const Program& p) {
     for (int o : s.outputs) live += bytes(p.slot_types[o]);
     peak = std::max(peak, live);
     for (int r : s.release)
-      live -= r < static_cast<int>(p.arg_slots.size()) ? bytes(p.arg_types[r])
-                                                        : bytes(p.slot_types[r]);
+      live -=
+          r < static_cast<int>(p.arg_slots.size()) ? bytes(p.arg_types[r]) : bytes(p.slot_types[r]);
   }
   return peak;
 }

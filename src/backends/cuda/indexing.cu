@@ -50,8 +50,7 @@ __device__ void atomic_update(void* base, int64_t off, int bytes, F f) {
     do {
       assumed = old;
       const uint64_t cur = (assumed & mask) >> shift;
-      const unsigned next =
-          (assumed & ~mask) | ((static_cast<unsigned>(f(cur)) << shift) & mask);
+      const unsigned next = (assumed & ~mask) | ((static_cast<unsigned>(f(cur)) << shift) & mask);
       old = atomicCAS(word, assumed, next);
     } while (old != assumed);
   }
@@ -121,8 +120,8 @@ __global__ void scatter_kernel(Combine c, scalar::Program region, bool use_regio
 }
 
 // Assign with repeated indices: the update of the highest position wins each element.
-__global__ void scatter_winners_kernel(plan::ScatterPlan p, const void* indices,
-                                       long long* winners, int64_t n) {
+__global__ void scatter_winners_kernel(plan::ScatterPlan p, const void* indices, long long* winners,
+                                       int64_t n) {
   for (int64_t u = thread_begin(); u < n; u += thread_stride()) {
     int64_t pos = 0;
     const int64_t t = plan::scatter_target(p, indices, u, &pos);
@@ -169,8 +168,8 @@ __global__ void scatter_serial_kernel(scalar::Program region, plan::ScatterPlan 
 // The clamped start of each dimension of a dynamic window.
 __device__ void window_starts(const DynamicWindow& w, int64_t* start) {
   for (int d = 0; d < w.rank; ++d)
-    start[d] = index::clamp_start(plan::load_index(w.starts[d], w.index_type, 0),
-                                  w.operand_dims[d], w.sizes[d]);
+    start[d] = index::clamp_start(plan::load_index(w.starts[d], w.index_type, 0), w.operand_dims[d],
+                                  w.sizes[d]);
 }
 
 template <int B>
@@ -248,8 +247,8 @@ __global__ void scatter_selected_kernel(Combine c, scalar::Program region, bool 
 }
 
 template <class T>
-__global__ void clamp_kernel(const T* lo, int64_t lo_step, const T* x, const T* hi,
-                             int64_t hi_step, T* out, int64_t n) {
+__global__ void clamp_kernel(const T* lo, int64_t lo_step, const T* x, const T* hi, int64_t hi_step,
+                             T* out, int64_t n) {
   using C = ew::compute_t<T, false>;
   for (int64_t i = thread_begin(); i < n; i += thread_stride()) {
     const C v = ew::Maximum{}(ew::to_compute<C>(x[i]), ew::to_compute<C>(lo[i * lo_step]));

@@ -10,8 +10,8 @@ namespace cujax::cuda {
 namespace {
 
 template <class T>
-__global__ void dot_naive_kernel(const T* a, const T* b, T* c, int64_t batch, int64_t m,
-                                 int64_t n, int64_t k) {
+__global__ void dot_naive_kernel(const T* a, const T* b, T* c, int64_t batch, int64_t m, int64_t n,
+                                 int64_t k) {
   using C = ew::compute_t<T, false>;
   const int64_t total = batch * m * n;
   for (int64_t e = thread_begin(); e < total; e += thread_stride()) {

@@ -239,7 +239,8 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d) {
       term->operands[0] == block.arguments.at(1).get())
     combine = Combine::Assign;
   else if (n_in == 1)
-    if (auto name = cpu::simple_binary_region(*op.regions[0])) combine = combine_of(*name, types[0]);
+    if (auto name = cpu::simple_binary_region(*op.regions[0]))
+      combine = combine_of(*name, types[0]);
   std::optional<scalar::Program> region;
   if (!combine) {
     region = scalar::compile(*op.regions[0]);
@@ -256,8 +257,8 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d) {
       std::shared_ptr<void> winners;
       if (combine == Combine::Assign && !unique)
         winners = d->allocate(sizeof(int64_t) * static_cast<size_t>(n_results));
-      launch_scatter(types[0], combine ? *combine : Combine::Region, region ? &*region : nullptr,
-                     p, indices, in[2].data.get(), out[0].data.get(), n_updates,
+      launch_scatter(types[0], combine ? *combine : Combine::Region, region ? &*region : nullptr, p,
+                     indices, in[2].data.get(), out[0].data.get(), n_updates,
                      static_cast<int64_t*>(winners.get()), n_results, d->stream());
       return out;
     }
@@ -267,8 +268,8 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d) {
       updates.push_back(in[n_in + 1 + k].data.get());
       results.push_back(out[k].data.get());
     }
-    launch_scatter_serial(static_cast<int>(n_in), types.data(), *region, p, indices,
-                          updates.data(), results.data(), n_updates, d->stream());
+    launch_scatter_serial(static_cast<int>(n_in), types.data(), *region, p, indices, updates.data(),
+                          results.data(), n_updates, d->stream());
     return out;
   };
 }
@@ -463,10 +464,10 @@ DeviceKernel reduce_window_kernel(const ir::Operation& op, Device* d) {
     types.push_back(op.operands[k]->type.dtype);
     rts.push_back(op.result(k)->type);
   }
-  auto w = plan::window_plan(in_shape, op.ints("window_dimensions"),
-                             ints_or(op, "window_strides", r, 1),
-                             ints_or(op, "base_dilations", r, 1),
-                             ints_or(op, "window_dilations", r, 1), ints_or(op, "padding", 2 * r, 0));
+  auto w =
+      plan::window_plan(in_shape, op.ints("window_dimensions"), ints_or(op, "window_strides", r, 1),
+                        ints_or(op, "base_dilations", r, 1), ints_or(op, "window_dilations", r, 1),
+                        ints_or(op, "padding", 2 * r, 0));
   if (!w) return {};
   for (size_t k = 0; k < n; ++k)
     if (rts[k].shape != Shape(w->out_dims, w->out_dims + r)) return {};
@@ -499,9 +500,9 @@ DeviceKernel select_and_scatter_kernel(const ir::Operation& op, Device* d) {
     return {};
   const size_t r = rt.shape.size();
   const std::vector<int64_t> ones(r, 1);
-  auto w = plan::window_plan(rt.shape, op.ints("window_dimensions"),
-                             ints_or(op, "window_strides", r, 1), ones, ones,
-                             ints_or(op, "padding", 2 * r, 0));
+  auto w =
+      plan::window_plan(rt.shape, op.ints("window_dimensions"), ints_or(op, "window_strides", r, 1),
+                        ones, ones, ints_or(op, "padding", 2 * r, 0));
   if (!w || op.operands[1]->type.shape != Shape(w->out_dims, w->out_dims + r)) return {};
   auto select = scalar::compile(*op.regions[0]);
   if (!select || select->num_args != 2 || select->num_results != 1) return {};
@@ -517,9 +518,8 @@ DeviceKernel select_and_scatter_kernel(const ir::Operation& op, Device* d) {
     launch_fill(size_of(rt.dtype), in[2].data.get(), out.data.get(), out.size(), d->stream());
     auto selected = d->allocate(sizeof(int64_t) * static_cast<size_t>(w.num_out));
     launch_select_and_scatter(rt.dtype, select, combine ? *combine : Combine::Region,
-                              scatter ? &*scatter : nullptr, w, in[0].data.get(),
-                              in[1].data.get(), out.data.get(),
-                              static_cast<int64_t*>(selected.get()), d->stream());
+                              scatter ? &*scatter : nullptr, w, in[0].data.get(), in[1].data.get(),
+                              out.data.get(), static_cast<int64_t*>(selected.get()), d->stream());
     return one(std::move(out));
   };
 }
@@ -539,10 +539,9 @@ DeviceKernel naive_dot_kernel(const ir::Operation& op, Device* d) {
     if (a->kind == ir::Attribute::Kind::Integer) return {a->integer};
     return ir::as_ints(*a);
   };
-  const plan::DotPlan p =
-      plan::dot_general(lt.shape, rtype.shape, field("lhs_batching_dimensions"),
-                        field("rhs_batching_dimensions"), field("lhs_contracting_dimensions"),
-                        field("rhs_contracting_dimensions"));
+  const plan::DotPlan p = plan::dot_general(
+      lt.shape, rtype.shape, field("lhs_batching_dimensions"), field("rhs_batching_dimensions"),
+      field("lhs_contracting_dimensions"), field("rhs_contracting_dimensions"));
   if (p.batch * p.m * p.n != rt.num_elements()) return {};
   std::optional<index::StridedCopy> lbox, rbox;
   if (!p.lhs_perm.empty()) lbox = plan::transpose(lt.shape, p.lhs_perm);
@@ -560,8 +559,8 @@ DeviceKernel naive_dot_kernel(const ir::Operation& op, Device* d) {
       launch_strided_copy(w, *rbox, in[1].data.get(), b.data.get(), d->stream());
     }
     DeviceArray out = d->allocate(rt.dtype, rt.shape);
-    launch_dot_naive(rt.dtype, a.data.get(), b.data.get(), out.data.get(), p.batch, p.m, p.n,
-                     p.k, d->stream());
+    launch_dot_naive(rt.dtype, a.data.get(), b.data.get(), out.data.get(), p.batch, p.m, p.n, p.k,
+                     d->stream());
     return one(std::move(out));
   };
 }

@@ -82,8 +82,7 @@ void launch_radix_sort(Device& device, const RadixKey& key, const SortShape& sha
 // Any other comparator: a stable merge sort of each row's positions by the region (args:
 // lhs and rhs of operand 0, of operand 1, ...), one thread per row, then the same gathers.
 void launch_region_sort(Device& device, const scalar::Program& comparator, const SortShape& shape,
-                        int n, const DType* types, const void* const* inputs,
-                        void* const* outputs);
+                        int n, const DType* types, const void* const* inputs, void* const* outputs);
 
 // reduce_window of n inputs by a region (n accumulators, then n elements); padding and
 // dilation holes contribute the init values, as the spec's padded operand does.

@@ -185,8 +185,8 @@ void launch_radix_sort(Device& device, const RadixKey& key, const SortShape& sha
     auto* pi = static_cast<int32_t*>(pos_in.get());
     auto* po = static_cast<int32_t*>(pos_out.get());
     auto* off = static_cast<int32_t*>(offsets.get());
-    radix_keys_kernel<K, T><<<grid_for(total), kBlock, 0, s>>>(
-        r, key, static_cast<const T*>(o.in[0]), ki, pi, off);
+    radix_keys_kernel<K, T>
+        <<<grid_for(total), kBlock, 0, s>>>(r, key, static_cast<const T*>(o.in[0]), ki, pi, off);
     CUJAX_CUDA_CHECK_LAUNCH("radix_keys_kernel");
     auto sort = [&](void* temp, size_t& bytes) {
       if (key.descending)
