@@ -135,14 +135,15 @@ TEST_F(CudaNoGpuModel, DecodeAndPrefillStepsRunEntirelyOnTheDevice) {
   EXPECT_TRUE(off.programs.empty()) << off.summary();
 }
 
-// A reduce whose body the device's scalar interpreter does not run (a cosine): it stays on the
+// A reduce whose body the device's scalar interpreter does not run (converts): it stays on the
 // host, so the switch has something to act on.
 const char* kHostOnly = R"(func.func @main(%a: tensor<4xf32>, %z: tensor<f32>) -> tensor<f32> {
   %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
   %1 = "stablehlo.reduce"(%a, %z) ({
   ^bb0(%x: tensor<f32>, %y: tensor<f32>):
     %s = stablehlo.add %x, %y : tensor<f32>
-    %c = stablehlo.cosine %s : tensor<f32>
+    %w = stablehlo.convert %s : (tensor<f32>) -> tensor<f64>
+    %c = stablehlo.convert %w : (tensor<f64>) -> tensor<f32>
     stablehlo.return %c : tensor<f32>
   }) {dimensions = array<i64: 0>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
   return %1 : tensor<f32>

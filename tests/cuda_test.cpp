@@ -390,8 +390,8 @@ TEST_F(CudaVsCpu, DotGeneral) {
   }
 }
 
-// An op without a CUDA kernel (a sort whose comparator takes cosines, which the device's scalar
-// interpreter does not run) between two device ops runs on the host in between.
+// An op without a CUDA kernel (a sort whose comparator converts, which the device's scalar
+// interpreter does not do) between two device ops runs on the host in between.
 TEST_F(CudaVsCpu, HostFallbackBetweenDeviceOps) {
   const Shape s{50};
   const std::string ty = type_str(s, DType::F32), st = type_str({}, DType::F32),
@@ -399,11 +399,11 @@ TEST_F(CudaVsCpu, HostFallbackBetweenDeviceOps) {
   check({random_tensor(DType::F32, s, rng)},
         "  %0 = \"stablehlo.exponential\"(%a0) : (" + ty + ") -> " + ty +
             "\n  %1 = \"stablehlo.sort\"(%0) ({\n  ^bb0(%x: " + st + ", %y: " + st +
-            "):\n    %cx = stablehlo.cosine %x : " + st +
-            "\n    %cy = stablehlo.cosine %y : " + st +
+            "):\n    %cx = stablehlo.convert %x : (" + st + ") -> tensor<f64>" +
+            "\n    %cy = stablehlo.convert %y : (" + st + ") -> tensor<f64>" +
             "\n    %c = \"stablehlo.compare\"(%cx, %cy) {comparison_direction = "
-            "#stablehlo<comparison_direction LT>} : (" +
-            st + ", " + st + ") -> " + bt + "\n    \"stablehlo.return\"(%c) : (" + bt +
+            "#stablehlo<comparison_direction LT>} : (tensor<f64>, tensor<f64>) -> " +
+            bt + "\n    \"stablehlo.return\"(%c) : (" + bt +
             ") -> ()\n  }) {dimension = 0 : i64} : (" + ty + ") -> " + ty +
             "\n  %2 = \"stablehlo.negate\"(%1) : (" + ty + ") -> " + ty + "\n  return %2 : " + ty,
         s, DType::F32, -1, 0, /*host_ops=*/1);
@@ -549,6 +549,29 @@ TEST_F(CudaVsCpu, WhileLoopAndMixedPrecisionDot) {
       R"(  %0 = stablehlo.dot_general %a0, %a1, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x8x32xbf16>, tensor<2x32x16xbf16>) -> tensor<2x8x16xf32>
   return %0 : tensor<2x8x16xf32>)",
       {2, 8, 16}, DType::F32, 1e-5, 1e-4);
+}
+
+TEST_F(CudaVsCpu, ConvolutionAndTriangularSolve) {
+  // feature groups, padding, strides and dilations in one; sums in double on the GPU
+  check(
+      {random_tensor(DType::F32, {2, 6, 9, 10}, rng), random_tensor(DType::F32, {4, 3, 3, 2}, rng)},
+      R"(  %0 = stablehlo.convolution(%a0, %a1) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [2, 1], pad = [[1, 1], [0, 2]], rhs_dilate = [1, 2]} {batch_group_count = 1 : i64, feature_group_count = 2 : i64} : (tensor<2x6x9x10xf32>, tensor<4x3x3x2xf32>) -> tensor<2x4x5x10xf32>
+  return %0 : tensor<2x4x5x10xf32>)",
+      {2, 4, 5, 10}, DType::F32, 1e-5, 1e-5);
+  // a well-conditioned upper triangle (diagonal 4..), solved from the right
+  HostTensor a = random_tensor(DType::F32, {2, 8, 8}, rng);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 8; ++i) {
+      float* row = a.data_as<float>() + (b * 8 + i) * 8;
+      for (int64_t j = 0; j < 8; ++j)
+        if (std::isnan(row[j]) || std::isinf(row[j])) row[j] = 0.5f;
+      row[i] = 4.0f + static_cast<float>(i);
+    }
+  check(
+      {a, random_tensor(DType::F32, {2, 10, 8}, rng)},
+      R"(  %0 = "stablehlo.triangular_solve"(%a0, %a1) <{left_side = false, lower = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false}> : (tensor<2x8x8xf32>, tensor<2x10x8xf32>) -> tensor<2x10x8xf32>
+  return %0 : tensor<2x10x8xf32>)",
+      {2, 10, 8}, DType::F32, 1e-5, 1e-5);
 }
 
 // compile_spmd on cuda runs collectives over NCCL, one rank per GPU; the same program on as many

@@ -187,5 +187,49 @@ TEST(DevicePlan, WindowSourceMatchesCpuReduceWindow) {
   }
 }
 
+// jnp.cumlogsumexp's reduce_window calls logaddexp (exp, log1p): the interpreter inlines the
+// call and runs the transcendental functions as the CPU backend does.
+TEST(DevicePlan, ScalarProgramInlinesCallsAndTranscendentals) {
+  auto m = ir::parse_module(R"(func.func @main(%a: tensor<6xf32>) -> tensor<6xf32> {
+  %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %0 = "stablehlo.reduce_window"(%a, %cst) <{padding = dense<[[0, 5]]> : tensor<1x2xi64>, window_dimensions = array<i64: 6>}> ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %1 = func.call @logaddexp(%x, %y) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    stablehlo.return %1 : tensor<f32>
+  }) : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
+func.func private @logaddexp(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.maximum %x, %y : tensor<f32>
+  %1 = stablehlo.subtract %x, %y : tensor<f32>
+  %2 = stablehlo.abs %1 : tensor<f32>
+  %3 = stablehlo.negate %2 : tensor<f32>
+  %4 = stablehlo.exponential %3 : tensor<f32>
+  %5 = stablehlo.log_plus_one %4 : tensor<f32>
+  %6 = stablehlo.add %0, %5 : tensor<f32>
+  return %6 : tensor<f32>
+})");
+  const HostTensor a = iota_f32({6});
+  const HostTensor want = run_cpu(*m, {a}).at(0);
+  const ir::Operation& rw = *m->lookup("main")->body.front().ops[1];
+  EXPECT_FALSE(scalar::compile(*rw.regions[0]).has_value());  // the call needs the module
+  const auto prog = scalar::compile(*rw.regions[0], m.get());
+  ASSERT_TRUE(prog.has_value());
+  const auto w = plan::window_plan({6}, {6}, {1}, {1}, {1}, {0, 5});
+  ASSERT_TRUE(w.has_value());
+  int64_t oi[index::kMaxRank];
+  for (int64_t o = 0; o < w->num_out; ++o) {
+    index::unravel(o, w->out_dims, w->rank, oi);
+    uint64_t acc = scalar::to_bits(-INFINITY);
+    for (int64_t e = 0; e < w->window_size; ++e) {
+      const int64_t off = plan::window_source(*w, oi, e);
+      const uint64_t args[2] = {
+          acc, off >= 0 ? scalar::to_bits(a.data_as<float>()[off]) : scalar::to_bits(-INFINITY)};
+      prog->run(args, &acc);
+    }
+    EXPECT_EQ(scalar::from_bits<float>(acc), want.data_as<float>()[o]) << "output " << o;
+  }
+}
+
 }  // namespace
 }  // namespace cujax

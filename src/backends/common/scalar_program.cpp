@@ -57,7 +57,18 @@ bool accepts(Code c, DType t) {
         return ew::supports<ew::Negate, T>();
       case Code::Abs:
         return ew::supports<ew::Abs, T>();
-      default:
+      case Code::Sign:
+        return ew::supports<ew::Sign, T>();
+      case Code::Pow:
+        return ew::supports<ew::Power, T>();
+      case Code::Atan2:
+        return ew::supports<ew::Atan2, T>();
+      case Code::Cmp:
+      case Code::Select:
+      case Code::Const:
+        return true;
+      default:  // the float-only unary functions
+        return ew::is_float_v<T>;
         return true;
     }
   });
@@ -69,13 +80,33 @@ const std::unordered_map<std::string, Code>& binary_codes() {
       {"stablehlo.multiply", Code::Mul},  {"stablehlo.divide", Code::Div},
       {"stablehlo.remainder", Code::Rem}, {"stablehlo.maximum", Code::Max},
       {"stablehlo.minimum", Code::Min},   {"stablehlo.and", Code::And},
-      {"stablehlo.or", Code::Or},         {"stablehlo.xor", Code::Xor}};
+      {"stablehlo.or", Code::Or},         {"stablehlo.xor", Code::Xor},
+      {"stablehlo.power", Code::Pow},     {"stablehlo.atan2", Code::Atan2}};
   return m;
 }
 
 const std::unordered_map<std::string, Code>& unary_codes() {
   static const std::unordered_map<std::string, Code> m = {
-      {"stablehlo.not", Code::Not}, {"stablehlo.negate", Code::Neg}, {"stablehlo.abs", Code::Abs}};
+      {"stablehlo.not", Code::Not},
+      {"stablehlo.negate", Code::Neg},
+      {"stablehlo.abs", Code::Abs},
+      {"stablehlo.sign", Code::Sign},
+      {"stablehlo.exponential", Code::Exp},
+      {"stablehlo.exponential_minus_one", Code::Expm1},
+      {"stablehlo.log", Code::Log},
+      {"stablehlo.log_plus_one", Code::Log1p},
+      {"stablehlo.logistic", Code::Logistic},
+      {"stablehlo.sqrt", Code::Sqrt},
+      {"stablehlo.rsqrt", Code::Rsqrt},
+      {"stablehlo.cbrt", Code::Cbrt},
+      {"stablehlo.sine", Code::Sin},
+      {"stablehlo.cosine", Code::Cos},
+      {"stablehlo.tan", Code::Tan},
+      {"stablehlo.tanh", Code::Tanh},
+      {"stablehlo.floor", Code::Floor},
+      {"stablehlo.ceil", Code::Ceil},
+      {"stablehlo.round_nearest_afz", Code::RoundAfz},
+      {"stablehlo.round_nearest_even", Code::RoundEven}};
   return m;
 }
 
@@ -91,30 +122,48 @@ std::optional<uint64_t> constant_bits(const ir::Operation& op) {
   return b;
 }
 
-}  // namespace
+// Emits a block's ops into a program, inlining calls.
+class Builder {
+ public:
+  explicit Builder(const ir::Module* module) : module_(module) {}
 
-std::optional<Program> compile(const ir::Region& region) {
-  if (region.blocks.size() != 1) return std::nullopt;
-  const ir::Block& block = region.front();
-  Program p;
-  std::unordered_map<const ir::Value*, int> slot;
-  int next = 0;
-  for (const auto& a : block.arguments) {
-    if (!is_scalar(a->type)) return std::nullopt;
-    slot[a.get()] = next++;
-  }
-  p.num_args = next;
-  auto push = [&](Ins ins, const ir::Value* result) {
-    if (p.num_ins >= Program::kMaxIns || next >= Program::kMaxSlots) return false;
-    ins.out = static_cast<int16_t>(next);
-    slot[result] = next++;
-    p.ins[p.num_ins++] = ins;
+  Program program;
+
+  bool argument(const ir::Value* v) {
+    if (!is_scalar(v->type) || next_ >= Program::kMaxSlots) return false;
+    slot_[v] = next_++;
     return true;
-  };
+  }
+
+  // The ops before the block's terminator; *results gets the terminator's operands' slots.
+  bool block(const ir::Block& block, const char* terminator, std::vector<int>* results, int depth) {
+    const ir::Operation* term = block.terminator();
+    if (!term || term->name != terminator || depth > 8) return false;
+    for (const auto& owned : block.ops) {
+      if (owned.get() == term) break;
+      if (!op(*owned, depth)) return false;
+    }
+    for (const ir::Value* v : term->operands) {
+      auto s = operand(v);
+      if (!s) return false;
+      results->push_back(*s);
+    }
+    return true;
+  }
+
+ private:
+  bool push(Ins ins, const ir::Value* result) {
+    if (program.num_ins >= Program::kMaxIns || next_ >= Program::kMaxSlots) return false;
+    ins.out = static_cast<int16_t>(next_);
+    slot_[result] = next_++;
+    program.ins[program.num_ins++] = ins;
+    return true;
+  }
+
   // A value's slot; a captured scalar constant (JAX's sort comparators read constants of the
   // enclosing function) becomes a Const instruction on first use.
-  auto operand = [&](const ir::Value* v) -> std::optional<int> {
-    if (auto it = slot.find(v); it != slot.end()) return it->second;
+  std::optional<int> operand(const ir::Value* v) {
+    if (auto it = slot_.find(v); it != slot_.end()) return it->second;
     if (!is_scalar(v->type) || !v->defining_op) return std::nullopt;
     auto bits = constant_bits(*v->defining_op);
     if (!bits) return std::nullopt;
@@ -123,54 +172,73 @@ std::optional<Program> compile(const ir::Region& region) {
     c.type = v->type.dtype;
     c.imm = *bits;
     if (!push(c, v)) return std::nullopt;
-    return slot[v];
-  };
-  const ir::Operation* term = block.terminator();
-  if (!term || term->name != "stablehlo.return") return std::nullopt;
-  for (const auto& owned : block.ops) {
-    const ir::Operation& op = *owned;
-    if (&op == term) break;
-    if (!op.regions.empty() || op.num_results() != 1 || !is_scalar(op.result(0)->type))
-      return std::nullopt;
+    return slot_[v];
+  }
+
+  bool call(const ir::Operation& op, const std::vector<int>& in, int depth) {
+    const ir::Attribute* callee = op.attr("callee");
+    if (!module_ || !callee || callee->kind != ir::Attribute::Kind::Symbol) return false;
+    const ir::Function* fn = module_->lookup(callee->text);
+    if (!fn || fn->body.blocks.size() != 1) return false;
+    const ir::Block& body = fn->body.front();
+    if (body.arguments.size() != in.size()) return false;
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (!is_scalar(body.arguments[k]->type)) return false;
+      slot_[body.arguments[k].get()] = in[k];
+    }
+    std::vector<int> results;
+    if (!block(body, "func.return", &results, depth + 1) || results.size() != op.num_results())
+      return false;
+    for (size_t k = 0; k < results.size(); ++k) {
+      if (!is_scalar(op.result(k)->type)) return false;
+      slot_[op.result(k)] = results[k];
+    }
+    return true;
+  }
+
+  bool op(const ir::Operation& op, int depth) {
+    if (!op.regions.empty()) return false;
+    std::vector<int> in;
+    for (const ir::Value* v : op.operands) {
+      if (!is_scalar(v->type)) return false;
+      auto s = operand(v);
+      if (!s) return false;
+      in.push_back(*s);
+    }
+    if (op.name == "func.call") return call(op, in, depth);
+    if (op.num_results() != 1 || !is_scalar(op.result(0)->type)) return false;
     const DType rt = op.result(0)->type.dtype;
     Ins ins;
     ins.type = rt;
-    std::vector<int> in;
-    for (const ir::Value* v : op.operands) {
-      if (!is_scalar(v->type)) return std::nullopt;
-      auto s = operand(v);
-      if (!s) return std::nullopt;
-      in.push_back(*s);
-    }
     auto same_types = [&](size_t first) {
       for (size_t k = first; k < op.operands.size(); ++k)
         if (op.operands[k]->type.dtype != rt) return false;
       return true;
     };
     if (auto b = binary_codes().find(op.name); b != binary_codes().end()) {
-      if (in.size() != 2 || !same_types(0) || !accepts(b->second, rt)) return std::nullopt;
+      if (in.size() != 2 || !same_types(0) || !accepts(b->second, rt)) return false;
       ins.code = b->second;
       ins.a = static_cast<int16_t>(in[0]);
       ins.b = static_cast<int16_t>(in[1]);
     } else if (auto u = unary_codes().find(op.name); u != unary_codes().end()) {
-      if (in.size() != 1 || !same_types(0) || !accepts(u->second, rt)) return std::nullopt;
+      if (in.size() != 1 || !same_types(0) || !accepts(u->second, rt)) return false;
       ins.code = u->second;
       ins.a = ins.b = static_cast<int16_t>(in[0]);
     } else if (op.name == "stablehlo.select") {
       if (in.size() != 3 || op.operands[0]->type.dtype != DType::Bool || !same_types(1))
-        return std::nullopt;
+        return false;
       ins.code = Code::Select;
       ins.a = static_cast<int16_t>(in[0]);
       ins.b = static_cast<int16_t>(in[1]);
       ins.c = static_cast<int16_t>(in[2]);
     } else if (op.name == "stablehlo.compare") {
-      const DType t = op.operands.empty() ? rt : op.operands[0]->type.dtype;
-      if (in.size() != 2 || rt != DType::Bool || op.operands[1]->type.dtype != t)
-        return std::nullopt;
+      if (in.size() != 2 || rt != DType::Bool) return false;
+      const DType t = op.operands[0]->type.dtype;
+      if (op.operands[1]->type.dtype != t) return false;
       const ir::Attribute* d = op.attr("comparison_direction");
       auto dir =
           d && d->kind == ir::Attribute::Kind::Enum ? direction(d->enum_value) : std::nullopt;
-      if (!dir) return std::nullopt;
+      if (!dir) return false;
       ins.code = Code::Cmp;
       ins.type = t;
       ins.dir = *dir;
@@ -180,7 +248,7 @@ std::optional<Program> compile(const ir::Region& region) {
           ins.total = true;
         else if (!((k == "FLOAT" && is_float(t)) || (k == "SIGNED" && is_signed_int(t)) ||
                    (k == "UNSIGNED" && (is_unsigned_int(t) || t == DType::Bool))))
-          return std::nullopt;
+          return false;
       }
       ins.a = static_cast<int16_t>(in[0]);
       ins.b = static_cast<int16_t>(in[1]);
@@ -188,17 +256,31 @@ std::optional<Program> compile(const ir::Region& region) {
       ins.code = Code::Const;
       ins.imm = *bits;
     } else {
-      return std::nullopt;
+      return false;
     }
-    if (!push(ins, op.result(0))) return std::nullopt;
+    return push(ins, op.result(0));
   }
-  if (term->operands.size() > static_cast<size_t>(Program::kMaxResults)) return std::nullopt;
-  for (const ir::Value* v : term->operands) {
-    auto s = operand(v);
-    if (!s) return std::nullopt;
-    p.results[p.num_results++] = static_cast<int16_t>(*s);
-  }
-  return p;
+
+  const ir::Module* module_;
+  std::unordered_map<const ir::Value*, int> slot_;
+  int next_ = 0;
+};
+
+}  // namespace
+
+std::optional<Program> compile(const ir::Region& region, const ir::Module* module) {
+  if (region.blocks.size() != 1) return std::nullopt;
+  const ir::Block& block = region.front();
+  Builder b(module);
+  for (const auto& a : block.arguments)
+    if (!b.argument(a.get())) return std::nullopt;
+  b.program.num_args = static_cast<int>(block.arguments.size());
+  std::vector<int> results;
+  if (!b.block(block, "stablehlo.return", &results, 0) ||
+      results.size() > static_cast<size_t>(Program::kMaxResults))
+    return std::nullopt;
+  for (int r : results) b.program.results[b.program.num_results++] = static_cast<int16_t>(r);
+  return b.program;
 }
 
 }  // namespace cujax::scalar

@@ -13,7 +13,8 @@
 
 namespace cujax::ir {
 struct Region;
-}
+struct Module;
+}  // namespace cujax::ir
 
 namespace cujax::scalar {
 
@@ -121,6 +122,25 @@ enum class Code : uint8_t {
   Not,
   Neg,
   Abs,
+  Sign,
+  Pow,
+  Atan2,
+  Exp,
+  Expm1,
+  Log,
+  Log1p,
+  Logistic,
+  Sqrt,
+  Rsqrt,
+  Cbrt,
+  Sin,
+  Cos,
+  Tan,
+  Tanh,
+  Floor,
+  Ceil,
+  RoundAfz,
+  RoundEven,
   Cmp,
   Select
 };
@@ -150,8 +170,9 @@ struct Program {
 
 // The program of `region` (one block, scalar arguments, at most kMaxResults results), or nullopt
 // when it uses an op, a type or a captured value (other than a scalar constant) outside the set
-// above, or needs more room.
-std::optional<Program> compile(const ir::Region& region);
+// above, or needs more room. With `module`, calls of its functions (JAX's logaddexp in a
+// cumlogsumexp body) are inlined.
+std::optional<Program> compile(const ir::Region& region, const ir::Module* module = nullptr);
 
 namespace detail {
 
@@ -222,6 +243,44 @@ CUJAX_HD inline uint64_t eval(const Ins& i, const uint64_t* s) {
         return unary<ew::Negate>(a);
       case Code::Abs:
         return unary<ew::Abs>(a);
+      case Code::Sign:
+        return unary<ew::Sign>(a);
+      case Code::Pow:
+        return binary<ew::Power>(a, b);
+      case Code::Atan2:
+        return binary<ew::Atan2>(a, b);
+      case Code::Exp:
+        return unary<ew::Exp>(a);
+      case Code::Expm1:
+        return unary<ew::Expm1>(a);
+      case Code::Log:
+        return unary<ew::Log>(a);
+      case Code::Log1p:
+        return unary<ew::Log1p>(a);
+      case Code::Logistic:
+        return unary<ew::Logistic>(a);
+      case Code::Sqrt:
+        return unary<ew::Sqrt>(a);
+      case Code::Rsqrt:
+        return unary<ew::Rsqrt>(a);
+      case Code::Cbrt:
+        return unary<ew::Cbrt>(a);
+      case Code::Sin:
+        return unary<ew::Sin>(a);
+      case Code::Cos:
+        return unary<ew::Cos>(a);
+      case Code::Tan:
+        return unary<ew::Tan>(a);
+      case Code::Tanh:
+        return unary<ew::Tanh>(a);
+      case Code::Floor:
+        return unary<ew::Floor>(a);
+      case Code::Ceil:
+        return unary<ew::Ceil>(a);
+      case Code::RoundAfz:
+        return unary<ew::RoundNearestAfz>(a);
+      case Code::RoundEven:
+        return unary<ew::RoundNearestEven>(a);
       case Code::Cmp:
         if constexpr (ew::is_float_v<T>) {
           if (i.total) return compare(i.dir, ew::total_order_key(a), ew::total_order_key(b));

@@ -222,7 +222,7 @@ bool unit_or_true(const ir::Operation& op, const char* name) {
                a->kind == ir::Attribute::Kind::Unit);
 }
 
-DeviceKernel scatter_kernel(const ir::Operation& op, Device* d) {
+DeviceKernel scatter_kernel(const ir::Operation& op, Device* d, const ir::Module* module) {
   if (op.regions.size() != 1 || op.regions[0]->blocks.size() != 1) return {};
   auto p = plan::scatter_plan(op);
   if (!p) return {};
@@ -243,7 +243,7 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d) {
       combine = combine_of(*name, types[0]);
   std::optional<scalar::Program> region;
   if (!combine) {
-    region = scalar::compile(*op.regions[0]);
+    region = scalar::compile(*op.regions[0], module);
     if (!region || region->num_results != static_cast<int>(n_in)) return {};
   }
   const int64_t n_updates = op.operands[n_in + 1]->type.num_elements();
@@ -274,7 +274,7 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d) {
   };
 }
 
-DeviceKernel reduce_kernel(const ir::Operation& op, Device* d) {
+DeviceKernel reduce_kernel(const ir::Operation& op, Device* d, const ir::Module* module) {
   const size_t n = op.operands.size() / 2;
   if (op.regions.size() != 1 || op.operands.size() != 2 * n || n == 0 || op.num_results() != n ||
       n > static_cast<size_t>(scalar::Program::kMaxResults))
@@ -290,7 +290,7 @@ DeviceKernel reduce_kernel(const ir::Operation& op, Device* d) {
     types.push_back(op.operands[k]->type.dtype);
     rts.push_back(op.result(k)->type);
   }
-  auto region = scalar::compile(*op.regions[0]);
+  auto region = scalar::compile(*op.regions[0], module);
   if (!region || region->num_args != static_cast<int>(2 * n) ||
       region->num_results != static_cast<int>(n))
     return {};
@@ -398,7 +398,8 @@ std::optional<RadixKey> radix_key(const ir::Operation& op) {
   return key;
 }
 
-DeviceKernel sort_kernel(const ir::Operation& op, const std::shared_ptr<Device>& dev) {
+DeviceKernel sort_kernel(const ir::Operation& op, const std::shared_ptr<Device>& dev,
+                         const ir::Module* module) {
   if (op.regions.size() != 1 || op.operands.empty() || op.num_results() != op.operands.size())
     return {};
   const Shape shape = op.operands[0]->type.shape;
@@ -419,7 +420,7 @@ DeviceKernel sort_kernel(const ir::Operation& op, const std::shared_ptr<Device>&
   const std::optional<RadixKey> key = radix_key(op);
   std::optional<scalar::Program> cmp;
   if (!key) {
-    cmp = scalar::compile(*op.regions[0]);
+    cmp = scalar::compile(*op.regions[0], module);
     if (!cmp || cmp->num_results != 1 || cmp->num_args != static_cast<int>(2 * types.size()))
       return {};
   }
@@ -447,7 +448,7 @@ std::vector<int64_t> ints_or(const ir::Operation& op, const char* name, size_t n
   return op.ints(name);
 }
 
-DeviceKernel reduce_window_kernel(const ir::Operation& op, Device* d) {
+DeviceKernel reduce_window_kernel(const ir::Operation& op, Device* d, const ir::Module* module) {
   const size_t n = op.operands.size() / 2;
   if (op.regions.size() != 1 || n == 0 || op.operands.size() != 2 * n || op.num_results() != n ||
       n > static_cast<size_t>(scalar::Program::kMaxResults))
@@ -471,7 +472,7 @@ DeviceKernel reduce_window_kernel(const ir::Operation& op, Device* d) {
   if (!w) return {};
   for (size_t k = 0; k < n; ++k)
     if (rts[k].shape != Shape(w->out_dims, w->out_dims + r)) return {};
-  auto region = scalar::compile(*op.regions[0]);
+  auto region = scalar::compile(*op.regions[0], module);
   if (!region || region->num_args != static_cast<int>(2 * n) ||
       region->num_results != static_cast<int>(n))
     return {};
@@ -491,7 +492,8 @@ DeviceKernel reduce_window_kernel(const ir::Operation& op, Device* d) {
   };
 }
 
-DeviceKernel select_and_scatter_kernel(const ir::Operation& op, Device* d) {
+DeviceKernel select_and_scatter_kernel(const ir::Operation& op, Device* d,
+                                       const ir::Module* module) {
   if (op.operands.size() != 3 || op.num_results() != 1 || op.regions.size() != 2) return {};
   const ir::Type rt = op.result(0)->type;
   const DType t = rt.dtype;
@@ -504,13 +506,13 @@ DeviceKernel select_and_scatter_kernel(const ir::Operation& op, Device* d) {
       plan::window_plan(rt.shape, op.ints("window_dimensions"), ints_or(op, "window_strides", r, 1),
                         ones, ones, ints_or(op, "padding", 2 * r, 0));
   if (!w || op.operands[1]->type.shape != Shape(w->out_dims, w->out_dims + r)) return {};
-  auto select = scalar::compile(*op.regions[0]);
+  auto select = scalar::compile(*op.regions[0], module);
   if (!select || select->num_args != 2 || select->num_results != 1) return {};
   std::optional<Combine> combine;
   if (auto name = cpu::simple_binary_region(*op.regions[1])) combine = combine_of(*name, t);
   std::optional<scalar::Program> scatter;
   if (!combine) {
-    scatter = scalar::compile(*op.regions[1]);
+    scatter = scalar::compile(*op.regions[1], module);
     if (!scatter || scatter->num_args != 2 || scatter->num_results != 1) return {};
   }
   return [d, rt, w = *w, select = *select, combine, scatter](std::span<const DeviceArray> in) {
@@ -596,6 +598,147 @@ DeviceKernel reduce_precision_kernel(const ir::Operation& op, Device* d) {
   };
 }
 
+int64_t struct_int(const ir::Attribute& s, const char* name) {
+  const ir::Attribute* f = s.field(name);
+  if (!f) return -1;
+  if (f->kind == ir::Attribute::Kind::Integer) return f->integer;
+  const auto v = ir::as_ints(*f);
+  return v.size() == 1 ? v[0] : -1;
+}
+
+std::vector<int64_t> struct_ints(const ir::Attribute& s, const char* name) {
+  const ir::Attribute* f = s.field(name);
+  return f ? ir::as_ints(*f) : std::vector<int64_t>{};
+}
+
+int64_t int_or(const ir::Operation& op, const char* name, int64_t fallback) {
+  const ir::Attribute* a = op.attr(name);
+  if (!a) return fallback;
+  if (a->kind == ir::Attribute::Kind::Integer) return a->integer;
+  const auto v = ir::as_ints(*a);
+  return v.size() == 1 ? v[0] : -1;
+}
+
+// The CPU backend's checks (linalg_kernels.cpp) decide validity; a form that fails them
+// returns no kernel, so its host step reports the problem.
+DeviceKernel convolution_kernel(const ir::Operation& op, Device* d) {
+  if (op.operands.size() != 2 || op.num_results() != 1) return {};
+  const ir::Type& lt = op.operands[0]->type;
+  const ir::Type& kt = op.operands[1]->type;
+  const ir::Type rt = op.result(0)->type;
+  const ir::Attribute* dn = op.attr("dimension_numbers");
+  if (!dn || !is_float(rt.dtype) || lt.dtype != rt.dtype || kt.dtype != rt.dtype) return {};
+  const int64_t rank = lt.rank();
+  if (rank < 2 || kt.rank() != rank || rt.rank() != rank) return {};
+  const int nsp = static_cast<int>(rank - 2);
+  const int64_t ib = struct_int(*dn, "input_batch_dimension");
+  const int64_t ifd = struct_int(*dn, "input_feature_dimension");
+  const int64_t kid = struct_int(*dn, "kernel_input_feature_dimension");
+  const int64_t kod = struct_int(*dn, "kernel_output_feature_dimension");
+  const int64_t ob = struct_int(*dn, "output_batch_dimension");
+  const int64_t ofd = struct_int(*dn, "output_feature_dimension");
+  const auto is = struct_ints(*dn, "input_spatial_dimensions");
+  const auto ks = struct_ints(*dn, "kernel_spatial_dimensions");
+  const auto os = struct_ints(*dn, "output_spatial_dimensions");
+  for (int64_t v : {ib, ifd, kid, kod, ob, ofd})
+    if (v < 0 || v >= rank) return {};
+  if (static_cast<int>(is.size()) != nsp || static_cast<int>(ks.size()) != nsp ||
+      static_cast<int>(os.size()) != nsp)
+    return {};
+  const auto stride = ints_or(op, "window_strides", nsp, 1);
+  const auto pad = ints_or(op, "padding", 2 * nsp, 0);
+  const auto ldil = ints_or(op, "lhs_dilation", nsp, 1);
+  const auto rdil = ints_or(op, "rhs_dilation", nsp, 1);
+  const auto rev = ints_or(op, "window_reversal", nsp, 0);
+  ConvGeometry g;
+  g.nsp = nsp;
+  g.feature_groups = int_or(op, "feature_group_count", 1);
+  g.batch_groups = int_or(op, "batch_group_count", 1);
+  if (stride.size() != static_cast<size_t>(nsp) || pad.size() != 2 * static_cast<size_t>(nsp) ||
+      ldil.size() != static_cast<size_t>(nsp) || rdil.size() != static_cast<size_t>(nsp) ||
+      rev.size() != static_cast<size_t>(nsp) || g.feature_groups < 1 || g.batch_groups < 1 ||
+      (g.feature_groups > 1 && g.batch_groups > 1))
+    return {};
+  const int64_t N = lt.shape[ib], C = lt.shape[ifd], O = kt.shape[kod];
+  const int64_t G = g.feature_groups * g.batch_groups;
+  if (C % g.feature_groups != 0 || kt.shape[kid] * g.feature_groups != C || O % G != 0 ||
+      N % g.batch_groups != 0)
+    return {};
+  g.Cg = C / g.feature_groups;
+  g.Og = O / G;
+  g.Nout = N / g.batch_groups;
+  const auto ls = strides_of(lt.shape), kst = strides_of(kt.shape);
+  g.in_batch_stride = ls[ib];
+  g.in_feature_stride = ls[ifd];
+  g.k_in_stride = kst[kid];
+  g.k_out_stride = kst[kod];
+  Shape expect(rank);
+  expect[ob] = g.Nout;
+  expect[ofd] = O;
+  for (int k = 0; k < nsp; ++k) {
+    if (stride[k] <= 0 || ldil[k] <= 0 || rdil[k] <= 0) return {};
+    const int64_t sp = lt.shape[is[k]], kn = kt.shape[ks[k]];
+    const int64_t dil_in = sp == 0 ? 0 : (sp - 1) * ldil[k] + 1;
+    const int64_t padded = pad[2 * k] + dil_in + pad[2 * k + 1];
+    const int64_t dil_win = kn == 0 ? 0 : (kn - 1) * rdil[k] + 1;
+    expect[os[k]] = (padded <= 0 || dil_win > padded) ? 0 : (padded - dil_win) / stride[k] + 1;
+    g.in_spatial[k] = sp;
+    g.in_spatial_stride[k] = ls[is[k]];
+    g.k_spatial[k] = kn;
+    g.k_spatial_stride[k] = kst[ks[k]];
+    g.stride[k] = stride[k];
+    g.pad_low[k] = pad[2 * k];
+    g.lhs_dilation[k] = ldil[k];
+    g.rhs_dilation[k] = rdil[k];
+    g.reverse[k] = rev[k] != 0;
+    g.out_spatial_dim[k] = static_cast<int>(os[k]);
+  }
+  if (expect != rt.shape) return {};
+  g.out_rank = static_cast<int>(rank);
+  for (int64_t k = 0; k < rank; ++k) g.out_dims[k] = rt.shape[k];
+  g.out_batch_dim = static_cast<int>(ob);
+  g.out_feature_dim = static_cast<int>(ofd);
+  return [d, rt, g](std::span<const DeviceArray> in) {
+    DeviceArray out = d->allocate(rt.dtype, rt.shape);
+    launch_convolution(rt.dtype, g, in[0].data.get(), in[1].data.get(), out.data.get(), out.size(),
+                       d->stream());
+    return one(std::move(out));
+  };
+}
+
+DeviceKernel triangular_solve_kernel(const ir::Operation& op, Device* d) {
+  if (op.operands.size() != 2 || op.num_results() != 1) return {};
+  const ir::Type& at = op.operands[0]->type;
+  const ir::Type& bt = op.operands[1]->type;
+  const ir::Type rt = op.result(0)->type;
+  if (rt != bt || !is_float(at.dtype) || at.dtype != bt.dtype) return {};
+  const int64_t rank = at.rank();
+  if (rank < 2 || bt.rank() != rank || at.shape[rank - 1] != at.shape[rank - 2]) return {};
+  TriangularSolve p;
+  p.m = at.shape[rank - 1];
+  for (int64_t k = 0; k < rank - 2; ++k) {
+    if (at.shape[k] != bt.shape[k]) return {};
+    p.batch *= at.shape[k];
+  }
+  p.rows = bt.shape[rank - 2];
+  p.cols = bt.shape[rank - 1];
+  p.left = unit_or_true(op, "left_side");
+  p.lower = unit_or_true(op, "lower");
+  p.unit = unit_or_true(op, "unit_diagonal");
+  const ir::Attribute* tr = op.attr("transpose_a");
+  const std::string t =
+      !tr ? "NO_TRANSPOSE" : (tr->kind == ir::Attribute::Kind::Enum ? tr->enum_value : tr->text);
+  if (t != "NO_TRANSPOSE" && t != "TRANSPOSE" && t != "ADJOINT") return {};
+  p.transpose = t != "NO_TRANSPOSE";  // the adjoint of a real matrix is its transpose
+  if ((p.left ? p.rows : p.cols) != p.m) return {};
+  return [d, rt, p](std::span<const DeviceArray> in) {
+    DeviceArray out = d->allocate(rt.dtype, rt.shape);
+    launch_triangular_solve(rt.dtype, p, in[0].data.get(), in[1].data.get(), out.data.get(),
+                            d->stream());
+    return one(std::move(out));
+  };
+}
+
 DeviceKernel identity_kernel(const ir::Operation& op) {
   if (op.operands.size() != op.num_results()) return {};
   return [](std::span<const DeviceArray> in) {
@@ -616,13 +759,15 @@ DeviceKernel op_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
   if (name == "stablehlo.dynamic_slice") return dynamic_slice_kernel(op, d);
   if (name == "stablehlo.dynamic_update_slice") return dynamic_update_slice_kernel(op, d);
   if (name == "stablehlo.gather") return gather_kernel(op, d);
-  if (name == "stablehlo.scatter") return scatter_kernel(op, d);
-  if (name == "stablehlo.reduce") return reduce_kernel(op, d);
-  if (name == "stablehlo.sort") return sort_kernel(op, ctx.device);
-  if (name == "stablehlo.reduce_window") return reduce_window_kernel(op, d);
-  if (name == "stablehlo.select_and_scatter") return select_and_scatter_kernel(op, d);
+  if (name == "stablehlo.scatter") return scatter_kernel(op, d, &ctx.module);
+  if (name == "stablehlo.reduce") return reduce_kernel(op, d, &ctx.module);
+  if (name == "stablehlo.sort") return sort_kernel(op, ctx.device, &ctx.module);
+  if (name == "stablehlo.reduce_window") return reduce_window_kernel(op, d, &ctx.module);
+  if (name == "stablehlo.select_and_scatter") return select_and_scatter_kernel(op, d, &ctx.module);
   if (name == "stablehlo.dot_general") return naive_dot_kernel(op, d);
   if (name == "stablehlo.is_finite") return is_finite_kernel(op, d);
+  if (name == "stablehlo.convolution") return convolution_kernel(op, d);
+  if (name == "stablehlo.triangular_solve") return triangular_solve_kernel(op, d);
   if (name == "stablehlo.reduce_precision") return reduce_precision_kernel(op, d);
   if (name == "stablehlo.optimization_barrier") return identity_kernel(op);
   if (!ctx.spmd) return control_kernel(op, ctx);

@@ -106,4 +106,36 @@ void launch_is_finite(DType t, const void* in, bool* out, int64_t n, cudaStream_
 void launch_reduce_precision(DType t, int exponent_bits, int mantissa_bits, const void* in,
                              void* out, int64_t n, cudaStream_t s);
 
+// convolution with its dimension numbers, strides, padding, dilations, window reversal and
+// feature/batch groups: one thread per result element sums its window in double (f16, bf16,
+// f32, f64 operands of the result's type), rounding once. Correct for every form; cuDNN is the
+// fast path still to come.
+struct ConvGeometry {
+  int nsp = 0;  // spatial dimensions
+  int out_rank = 0;
+  int64_t out_dims[index::kMaxRank] = {};
+  int out_batch_dim = 0, out_feature_dim = 0;
+  int out_spatial_dim[index::kMaxRank] = {};
+  int64_t in_batch_stride = 0, in_feature_stride = 0;
+  int64_t in_spatial[index::kMaxRank] = {}, in_spatial_stride[index::kMaxRank] = {};
+  int64_t k_spatial[index::kMaxRank] = {}, k_spatial_stride[index::kMaxRank] = {};
+  int64_t k_in_stride = 0, k_out_stride = 0;
+  int64_t stride[index::kMaxRank] = {}, pad_low[index::kMaxRank] = {};
+  int64_t lhs_dilation[index::kMaxRank] = {}, rhs_dilation[index::kMaxRank] = {};
+  bool reverse[index::kMaxRank] = {};
+  int64_t Cg = 1, Og = 1, Nout = 1, feature_groups = 1, batch_groups = 1;
+};
+void launch_convolution(DType t, const ConvGeometry& g, const void* lhs, const void* rhs, void* out,
+                        int64_t n, cudaStream_t s);
+
+// triangular_solve of real matrices: op(a) x = b (left_side) or x op(a) = b, with a's `lower`
+// triangle only (its unit diagonal assumed when unit_diagonal). One thread per right-hand side
+// (a column of b on the left, a row on the right), substitution in double.
+struct TriangularSolve {
+  int64_t batch = 1, m = 0, rows = 0, cols = 0;
+  bool left = true, lower = true, unit = false, transpose = false;
+};
+void launch_triangular_solve(DType t, const TriangularSolve& p, const void* a, const void* b,
+                             void* x, cudaStream_t s);
+
 }  // namespace cujax::cuda
