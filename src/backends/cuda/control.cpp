@@ -23,10 +23,11 @@ int64_t read_scalar(Device& d, const DeviceArray& a) {
   return static_cast<int64_t>(bits);
 }
 
-std::vector<DeviceArray> concat(std::span<const DeviceArray> a, std::span<const DeviceArray> b) {
-  std::vector<DeviceArray> v(a.begin(), a.end());
-  v.insert(v.end(), b.begin(), b.end());
-  return v;
+// `a` then `b`; `a` is moved, so a loop-carried buffer can arrive as its only owner (and be
+// updated in place).
+std::vector<DeviceArray> concat(std::vector<DeviceArray> a, std::span<const DeviceArray> b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 DeviceKernel while_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
@@ -46,7 +47,7 @@ DeviceKernel while_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
     for (;;) {
       const std::vector<DeviceArray> p = run_program(*cond, *d, concat(state, caps));
       if (read_scalar(*d, p.at(0)) == 0) break;
-      state = run_program(*body, *d, concat(state, caps));
+      state = run_program(*body, *d, concat(std::move(state), caps));
     }
     return state;
   };
