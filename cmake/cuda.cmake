@@ -27,6 +27,7 @@ math(EXPR CUJAX_CUDA_TOOLKIT_VERSION
      "${CUDAToolkit_VERSION_MAJOR} * 1000 + ${CUDAToolkit_VERSION_MINOR} * 10")
 set_source_files_properties(
   ${PROJECT_SOURCE_DIR}/src/backends/registry.cpp
+  ${PROJECT_SOURCE_DIR}/src/backends/compile_report.cpp
   ${PROJECT_SOURCE_DIR}/src/backends/cuda/driver/driver.cpp
   PROPERTIES COMPILE_DEFINITIONS
   "CUJAX_HAVE_CUDA;CUJAX_CUDA_TOOLKIT_VERSION=${CUJAX_CUDA_TOOLKIT_VERSION}")

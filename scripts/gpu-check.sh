@@ -6,8 +6,12 @@
 # conformance suite on the cuda backend, and prints a short table last. Each stage has a time
 # limit so that the whole run stays under 9 minutes (about 4 on an H200, most of it the
 # conformance suite, which starts CUDA once per file).
+# Every stage runs with CUJAX_HOST_FALLBACK=error: an op that would run on the host fails its
+# program instead of running there (docs/cuda.md).
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build, configured with --preset default)
-#        scripts/gpu-check.sh --pack [DIR]   strips cujax, cuda_test and cuda_bench from build/
+#        scripts/gpu-check.sh --dry-run [BUILD_DIR]   prints the stages' commands, runs none
+#        scripts/gpu-check.sh --pack [DIR]   strips cujax, cuda_test, cuda_nogpu_test and
+#                                            cuda_bench from build/
 #                                            into DIR (default build-gpu-bin) with the shared
 #                                            libraries they need beyond libc and libstdc++
 #                                            (OpenBLAS, zstd, OpenMPI, httplib; not CUDA's) in
@@ -19,14 +23,20 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--pack" ]; then
   out="${2:-build-gpu-bin}"
   mkdir -p "$out/lib"
-  for f in cujax tests/cuda_test cuda_bench; do strip -o "$out/$(basename "$f")" "build/$f" || exit 1; done
-  ldd "$out"/cujax "$out"/cuda_test "$out"/cuda_bench | awk '/=> \//{print $3}' | sort -u |
+  for f in cujax tests/cuda_test tests/cuda_nogpu_test cuda_bench; do strip -o "$out/$(basename "$f")" "build/$f" || exit 1; done
+  ldd "$out"/cujax "$out"/cuda_test "$out"/cuda_nogpu_test "$out"/cuda_bench | awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*|libpthread|libdl|librt|libcublas|libcublasLt)\.so' |
     while read -r lib; do cp -L "$lib" "$out/lib/"; done
   du -sh "$out" "$out/lib"
   exit 0
 fi
+dry_run=0
+if [ "${1:-}" = "--dry-run" ]; then
+  dry_run=1
+  shift
+fi
 build="${1:-build}"
+export CUJAX_HOST_FALLBACK=error
 # A packed folder's libraries, and NVIDIA's pip packages (NCCL, cuBLAS, cuDNN) where the
 # toolkit has none of its own.
 [ -d "$build/lib" ] && export LD_LIBRARY_PATH="$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -44,6 +54,11 @@ stage() {  # stage NAME LIMIT_SECONDS COMMAND...: runs it, records pass/fail/ski
   local name="$1" limit="$2"
   shift 2
   echo "=== $name"
+  if [ "$dry_run" = 1 ]; then
+    echo "(limit ${limit}s) CUJAX_HOST_FALLBACK=$CUJAX_HOST_FALLBACK $*"
+    table+=("$(printf '%-22s %-22s' "$name" "dry run")")
+    return
+  fi
   local t0=$SECONDS rc=0
   timeout "$limit" "$@" 2>&1 | tee "$log/$name.txt" || rc=$?
   local what="ok"
@@ -56,7 +71,7 @@ stage() {  # stage NAME LIMIT_SECONDS COMMAND...: runs it, records pass/fail/ski
   table+=("$(printf '%-22s %-22s %5ss' "$name" "$what" "$((SECONDS - t0))")")
 }
 
-if [ ! -x "$build/cujax" ]; then
+if [ ! -x "$build/cujax" ] && [ "$dry_run" = 0 ]; then
   stage configure 60 cmake --preset default
   stage build 300 cmake --build "$build" -j "$jobs"
 fi
@@ -71,8 +86,11 @@ stage train 120 "$build/cujax" train --config tiny --steps 30 --log-every 10 --e
   --data README.md --out "$log/run"
 if [ -f "$build/CTestTestfile.cmake" ]; then
   stage gpu-tests 90 ctest --test-dir "$build" -L gpu --output-on-failure -j 4
-else  # a packed folder: the test binary alone
+  # the cuda compiler with no op left to the host (conformance files, model steps)
+  stage cuda-nogpu 120 ctest --test-dir "$build" -L cuda-nogpu --output-on-failure
+else  # a packed folder: the test binaries alone
   stage gpu-tests 90 "$build/cuda_test"
+  [ -x "$build/cuda_nogpu_test" ] && stage cuda-nogpu 120 "$build/cuda_nogpu_test"
 fi
 stage scaling 150 "$build/cujax" bench scaling --steps 3
 stage bench 60 "$build/cuda_bench"
@@ -94,5 +112,7 @@ grep -h "tests passed\|tests failed\|^\[  PASSED\|^\[  FAILED  \] [0-9]" "$log/g
 skipped="$(grep -c "(Skipped)\|^\[  SKIPPED \] .*ms)" "$log/gpu-tests.txt" 2>/dev/null)"
 [ "${skipped:-0}" -gt 0 ] && echo "gpu tests skipped: $skipped (no usable device: see doctor)"
 grep -h "conformance on" "$log/conformance.txt" 2>/dev/null
+grep -h "CUJAX_HOST_FALLBACK=error" "$log/conformance.txt" 2>/dev/null | sort | uniq -c | head -20
+grep -h "programs run ops on the host" "$log/cuda-nogpu.txt" 2>/dev/null
 sed -n '/^benchmark/,$p' "$log/bench.txt" 2>/dev/null
 grep -h "^cuda:" "$log/scaling.txt" 2>/dev/null

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  ccache            # CI shares the cpu build's objects with the CUDA build
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   libzstd-dev

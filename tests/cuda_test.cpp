@@ -122,7 +122,11 @@ class CudaVsCpu : public ::testing::Test {
               host_ops);
     const std::string why = runtime::unavailable_reason("cuda");
     if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
-    const auto cuda = runtime::get_backend("cuda").compile(*module)->execute_on_host(args);
+    // Expected fallbacks are allowed even under CUJAX_HOST_FALLBACK=error (gpu-check.sh).
+    runtime::CompileOptions options;
+    if (host_ops > 0) options.host_fallback = runtime::HostFallback::Allow;
+    const auto cuda =
+        runtime::get_backend("cuda").compile(*module, "main", 0, options)->execute_on_host(args);
     ASSERT_EQ(cuda.size(), 1u);
     expect_same(cuda[0], cpu[0], rtol < 0 ? default_rtol(rtype) : rtol, atol, text);
   }
@@ -387,7 +391,8 @@ TEST_F(CudaVsCpu, DotGeneral) {
   }
 }
 
-// An op without a CUDA kernel (sort) between two device ops runs on the host in between.
+// An op without a CUDA kernel (a sort whose comparator converts, which the device's scalar
+// interpreter does not do) between two device ops runs on the host in between.
 TEST_F(CudaVsCpu, HostFallbackBetweenDeviceOps) {
   const Shape s{50};
   const std::string ty = type_str(s, DType::F32), st = type_str({}, DType::F32),
@@ -395,12 +400,179 @@ TEST_F(CudaVsCpu, HostFallbackBetweenDeviceOps) {
   check({random_tensor(DType::F32, s, rng)},
         "  %0 = \"stablehlo.exponential\"(%a0) : (" + ty + ") -> " + ty +
             "\n  %1 = \"stablehlo.sort\"(%0) ({\n  ^bb0(%x: " + st + ", %y: " + st +
-            "):\n    %c = \"stablehlo.compare\"(%x, %y) {comparison_direction = "
-            "#stablehlo<comparison_direction LT>} : (" +
-            st + ", " + st + ") -> " + bt + "\n    \"stablehlo.return\"(%c) : (" + bt +
+            "):\n    %cx = stablehlo.convert %x : (" + st + ") -> tensor<f64>" +
+            "\n    %cy = stablehlo.convert %y : (" + st + ") -> tensor<f64>" +
+            "\n    %c = \"stablehlo.compare\"(%cx, %cy) {comparison_direction = "
+            "#stablehlo<comparison_direction LT>} : (tensor<f64>, tensor<f64>) -> " +
+            bt + "\n    \"stablehlo.return\"(%c) : (" + bt +
             ") -> ()\n  }) {dimension = 0 : i64} : (" + ty + ") -> " + ty +
             "\n  %2 = \"stablehlo.negate\"(%1) : (" + ty + ") -> " + ty + "\n  return %2 : " + ty,
         s, DType::F32, -1, 0, /*host_ops=*/1);
+}
+
+// The kernels of op_kernels.cpp, each on random inputs against the CPU backend (host_ops = 0:
+// compiling checks, with or without a GPU, that they run on the device).
+HostTensor random_indices(const Shape& s, int32_t lo, int32_t hi, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> u(lo, hi);
+  HostTensor t(DType::I32, s);
+  for (int64_t i = 0; i < t.size(); ++i) t.data_as<int32_t>()[i] = u(rng);
+  return t;
+}
+
+TEST_F(CudaVsCpu, ConstantClampReverse) {
+  const Shape s{6, 7};
+  for (DType t : {DType::F32, DType::BF16, DType::I32, DType::U8}) {
+    const std::string ty = type_str(s, t), sc = type_str({}, t);
+    check({random_tensor(t, s, rng), random_tensor(t, {}, rng, true)},
+          "  %c = stablehlo.constant dense<2> : " + sc +
+              "\n  %0 = stablehlo.clamp %a1, %a0, %c : (" + sc + ", " + ty + ", " + sc + ") -> " +
+              ty + "\n  %1 = stablehlo.reverse %0, dims = [0, 1] : " + ty + "\n  return %1 : " + ty,
+          s, t);
+  }
+}
+
+TEST_F(CudaVsCpu, GatherEmbeddingAndScatterAdd) {
+  check(
+      {random_tensor(DType::F32, {50, 8}, rng), random_indices({4, 9}, -2, 52, rng)},
+      R"(  %0 = "stablehlo.gather"(%a0, %a1) {dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, slice_sizes = array<i64: 1, 8>} : (tensor<50x8xf32>, tensor<4x9xi32>) -> tensor<4x9x8xf32>
+  return %0 : tensor<4x9x8xf32>)",
+      {4, 9, 8}, DType::F32);
+  for (DType t : {DType::F32, DType::I32, DType::BF16, DType::I8}) {
+    const std::string tt = std::string(mlir_name(t));
+    // repeated indices: float sums may differ from the CPU's order by rounding only
+    check({random_tensor(t, {20, 3}, rng, true), random_indices({40, 1}, -1, 20, rng),
+           random_tensor(t, {40, 3}, rng, true)},
+          "  %0 = \"stablehlo.scatter\"(%a0, %a1, %a2) ({\n  ^bb0(%x: tensor<" + tt +
+              ">, %y: tensor<" + tt + ">):\n    %s = stablehlo.add %x, %y : tensor<" + tt +
+              ">\n    stablehlo.return %s : tensor<" + tt +
+              ">\n  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], "
+              "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = "
+              "1>} : (tensor<20x3x" +
+              tt + ">, tensor<40x1xi32>, tensor<40x3x" + tt + ">) -> tensor<20x3x" + tt +
+              ">\n  return %0 : tensor<20x3x" + tt + ">",
+          {20, 3}, t, t == DType::F32 ? 1e-5 : (t == DType::BF16 ? 5e-2 : -1), 1e-5);
+  }
+}
+
+TEST_F(CudaVsCpu, DynamicSliceAndUpdateSlice) {
+  HostTensor start(DType::I32, {});
+  for (int32_t at : {-3, 2, 40}) {
+    *start.data_as<int32_t>() = at;
+    check({random_tensor(DType::F32, {8, 16}, rng), random_tensor(DType::F32, {3, 16}, rng), start},
+          R"(  %z = stablehlo.constant dense<0> : tensor<i32>
+  %0 = stablehlo.dynamic_update_slice %a0, %a1, %a2, %z : (tensor<8x16xf32>, tensor<3x16xf32>, tensor<i32>, tensor<i32>) -> tensor<8x16xf32>
+  %1 = stablehlo.dynamic_slice %0, %z, %a2, sizes = [8, 5] : (tensor<8x16xf32>, tensor<i32>, tensor<i32>) -> tensor<8x5xf32>
+  return %1 : tensor<8x5xf32>)",
+          {8, 5}, DType::F32);
+  }
+}
+
+// jnp.sort's comparator (canonicalised, TOTALORDER: CUB's radix sort) and a plain one (the
+// merge sort of the scalar interpreter), both with NaNs and signed zeros.
+TEST_F(CudaVsCpu, SortRadixAndMergePaths) {
+  const std::string canon = R"(
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %n = stablehlo.constant dense<0x7FC00000> : tensor<f32>
+    %e0 = stablehlo.compare EQ, %x, %z, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %s0 = stablehlo.select %e0, %z, %x : tensor<i1>, tensor<f32>
+    %q0 = stablehlo.compare NE, %x, %x, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %x1 = stablehlo.select %q0, %n, %s0 : tensor<i1>, tensor<f32>
+    %e1 = stablehlo.compare EQ, %y, %z, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %s1 = stablehlo.select %e1, %z, %y : tensor<i1>, tensor<f32>
+    %q1 = stablehlo.compare NE, %y, %y, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %y1 = stablehlo.select %q1, %n, %s1 : tensor<i1>, tensor<f32>
+    %c = stablehlo.compare GT, %x1, %y1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>)";
+  const std::string plain = R"(
+    %c = stablehlo.compare LT, %y, %x, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %d = stablehlo.not %c : tensor<i1>
+    %e = stablehlo.not %d : tensor<i1>)";
+  for (const std::string* body : {&canon, &plain})
+    check(
+        {random_tensor(DType::F32, {5, 300}, rng)},
+        "  %0 = \"stablehlo.sort\"(%a0) ({\n  ^bb0(%x: tensor<f32>, %y: tensor<f32>):" + *body +
+            "\n    stablehlo.return " + (body == &canon ? "%c" : "%e") +
+            " : tensor<i1>\n  }) {dimension = 1 : i64, is_stable = true} : (tensor<5x300xf32>) -> "
+            "tensor<5x300xf32>\n  return %0 : tensor<5x300xf32>",
+        {5, 300}, DType::F32);
+}
+
+TEST_F(CudaVsCpu, ArgmaxReduceAndReduceWindow) {
+  HostTensor iota(DType::I32, {4, 3000});
+  for (int64_t i = 0; i < iota.size(); ++i)
+    iota.data_as<int32_t>()[i] = static_cast<int32_t>(i % 3000);
+  check({random_tensor(DType::F32, {4, 3000}, rng), iota},
+        R"(  %v0 = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %i0 = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.reduce(%a0 init: %v0), (%a1 init: %i0) across dimensions = [1] : (tensor<4x3000xf32>, tensor<4x3000xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+   reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<i32>, %d: tensor<i32>)  {
+    %1 = stablehlo.compare  GT, %a, %c,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %2 = stablehlo.compare  NE, %a, %a,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %3 = stablehlo.or %1, %2 : tensor<i1>
+    %4 = stablehlo.compare  EQ, %a, %c,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %5 = stablehlo.compare  LT, %b, %d,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %6 = stablehlo.and %4, %5 : tensor<i1>
+    %7 = stablehlo.or %3, %6 : tensor<i1>
+    %8 = stablehlo.select %3, %a, %c : tensor<i1>, tensor<f32>
+    %9 = stablehlo.select %7, %b, %d : tensor<i1>, tensor<i32>
+    stablehlo.return %8, %9 : tensor<f32>, tensor<i32>
+  }
+  return %0#1 : tensor<4xi32>)",
+        {4}, DType::I32);
+  check({random_tensor(DType::F32, {9, 10}, rng)},
+        R"(  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = "stablehlo.reduce_window"(%a0, %z) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %s = stablehlo.add %x, %y : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {window_dimensions = array<i64: 3, 2>, window_strides = array<i64: 2, 1>, padding = dense<[[1, 1], [0, 1]]> : tensor<2x2xi64>} : (tensor<9x10xf32>, tensor<f32>) -> tensor<5x10xf32>
+  return %0 : tensor<5x10xf32>)",
+        {5, 10}, DType::F32, 1e-6, 1e-6);
+}
+
+TEST_F(CudaVsCpu, WhileLoopAndMixedPrecisionDot) {
+  check({random_tensor(DType::F32, {16}, rng)},
+        R"(  %i = stablehlo.constant dense<0> : tensor<i32>
+  %n = stablehlo.constant dense<5> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %0:2 = stablehlo.while(%k = %i, %x = %a0) : tensor<i32>, tensor<16xf32>
+   cond {
+    %c = stablehlo.compare LT, %k, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  } do {
+    %k1 = stablehlo.add %k, %one : tensor<i32>
+    %x1 = stablehlo.multiply %x, %a0 : tensor<16xf32>
+    stablehlo.return %k1, %x1 : tensor<i32>, tensor<16xf32>
+  }
+  return %0#1 : tensor<16xf32>)",
+        {16}, DType::F32, 1e-6);
+  check(
+      {random_tensor(DType::BF16, {2, 8, 32}, rng), random_tensor(DType::BF16, {2, 32, 16}, rng)},
+      R"(  %0 = stablehlo.dot_general %a0, %a1, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x8x32xbf16>, tensor<2x32x16xbf16>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>)",
+      {2, 8, 16}, DType::F32, 1e-5, 1e-4);
+}
+
+TEST_F(CudaVsCpu, ConvolutionAndTriangularSolve) {
+  // feature groups, padding, strides and dilations in one; sums in double on the GPU
+  check(
+      {random_tensor(DType::F32, {2, 6, 9, 10}, rng), random_tensor(DType::F32, {4, 3, 3, 2}, rng)},
+      R"(  %0 = stablehlo.convolution(%a0, %a1) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [2, 1], pad = [[1, 1], [0, 2]], rhs_dilate = [1, 2]} {batch_group_count = 1 : i64, feature_group_count = 2 : i64} : (tensor<2x6x9x10xf32>, tensor<4x3x3x2xf32>) -> tensor<2x4x5x10xf32>
+  return %0 : tensor<2x4x5x10xf32>)",
+      {2, 4, 5, 10}, DType::F32, 1e-5, 1e-5);
+  // a well-conditioned upper triangle (diagonal 4..), solved from the right
+  HostTensor a = random_tensor(DType::F32, {2, 8, 8}, rng);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 8; ++i) {
+      float* row = a.data_as<float>() + (b * 8 + i) * 8;
+      for (int64_t j = 0; j < 8; ++j)
+        if (std::isnan(row[j]) || std::isinf(row[j])) row[j] = 0.5f;
+      row[i] = 4.0f + static_cast<float>(i);
+    }
+  check(
+      {a, random_tensor(DType::F32, {2, 10, 8}, rng)},
+      R"(  %0 = "stablehlo.triangular_solve"(%a0, %a1) <{left_side = false, lower = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false}> : (tensor<2x8x8xf32>, tensor<2x10x8xf32>) -> tensor<2x10x8xf32>
+  return %0 : tensor<2x10x8xf32>)",
+      {2, 10, 8}, DType::F32, 1e-5, 1e-5);
 }
 
 // compile_spmd on cuda runs collectives over NCCL, one rank per GPU; the same program on as many

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/compile.h"
 #include "cli/conformance.h"
 #include "cli/doctor.h"
 #include "cli/export_model.h"
@@ -30,6 +31,10 @@ GPU can be used, else cpu; CUJAX_PLATFORMS overrides it) or on --platform cpu|cu
 commands:
   devices                      list the devices of every available platform and the default
   doctor                       explain why a GPU is or is not used, and what to do
+  compile FILE.mlir            compile without running (no GPU needed): steps, peak buffer
+                               size and every op that would run on the host
+      --platform cuda|cpu      (default: cuda)   --arch sm_80|sm_90
+      --no-host-fallback       exit 1 when an op would run on the host
   stablehlo-test FILE|DIR...   run StableHLO test programs and their check.* calls
       --platform NAME          backend to run on (default: the default backend)
       -j N                     files run at once (default: 1)
@@ -130,6 +135,7 @@ int main(int argc, char** argv) {
     if (command == "devices") return devices_command();
     if (command == "doctor") return cujax::cli::doctor_command();
     if (command == "stablehlo-test") return stablehlo_test_command(args);
+    if (command == "compile") return cujax::cli::compile_command(args);
     if (command == "train") return cujax::cli::train_command(args);
     if (command == "generate") return cujax::cli::generate_command(args);
     if (command == "run") return cujax::cli::run_artifact(args);

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +38,23 @@ struct ExecuteOptions {
   std::function<void(const CheckResult&)> on_check;
 };
 
+// What an accelerator backend does with an op it has no device kernel for, so that the op would
+// run on the host (operands downloaded, CPU kernel, results uploaded): Log (the default) says so
+// on stderr once per op name, Error makes compiling fail naming the op and its location, Allow
+// is silent (for tools that list such ops themselves, as `cujax compile` does).
+enum class HostFallback { Log, Error, Allow };
+
+struct CompileOptions {
+  // Unset: CUJAX_HOST_FALLBACK, "log" (default), "error" or "allow".
+  std::optional<HostFallback> host_fallback;
+};
+
+// CUJAX_HOST_FALLBACK's value; throws Error naming the variable for an unknown value.
+HostFallback host_fallback_from_env();
+inline HostFallback host_fallback(const CompileOptions& options) {
+  return options.host_fallback ? *options.host_fallback : host_fallback_from_env();
+}
+
 // A program compiled for one device. It takes and returns buffers on that device: arguments
 // are passed by value so that a donated one arrives as its only owner, and the program may then
 // write its results into that memory.
@@ -63,7 +81,8 @@ class Backend {
   // on device `device` of this platform.
   virtual std::unique_ptr<Executable> compile(const ir::Module& module,
                                               std::string_view entry = "main",
-                                              int device = 0) const = 0;
+                                              int device = 0,
+                                              const CompileOptions& options = {}) const = 0;
   // Copies between the host and device `device`. to_device may return before the copy is done
   // (the buffer's ready event says when); to_host waits. On cpu neither copies: the buffer
   // shares the tensor's storage.

@@ -61,7 +61,8 @@ std::vector<runtime::DeviceDescription> CpuBackend::devices() const {
 }
 
 std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& module,
-                                                         std::string_view entry, int device) const {
+                                                         std::string_view entry, int device,
+                                                         const runtime::CompileOptions&) const {
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("module has no function @" + std::string(entry));
   Compiler compiler(module);

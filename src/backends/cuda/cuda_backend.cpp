@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/op_kernels.h"
 #include "backends/cuda/program.h"
 #include "backends/cuda/spmd.h"
 
@@ -24,17 +25,20 @@ namespace cujax::cuda {
 struct Step {
   DeviceKernel device;  // set for a device step
   cpu::Kernel host;     // set for a host step
-  std::string where;
+  bool check = false;   // a check.* assertion (a host step that is no fallback)
+  std::string op, where;
   std::vector<int> inputs, outputs, release;
   std::vector<bool> move;  // per input: moved out of its slot (its last use, used once)
+  std::vector<std::shared_ptr<const Program>> nested;  // what a control-flow kernel runs
 };
 
 struct Program {
   std::vector<Step> steps;
   std::vector<int> arg_slots, result_slots;
   std::vector<ir::Type> arg_types;
+  std::vector<ir::Type> slot_types;  // of the steps' results (argument slots left default)
   int num_slots = 0;
-  int host_steps = 0;
+  std::vector<HostFallbackOp> fallbacks;  // nested programs' included
 };
 
 namespace {
@@ -292,7 +296,8 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
     if (op.operands.size() != 2) return {};
     const ir::Type& lt = op.operands[0]->type;
     const ir::Type& rtype = op.operands[1]->type;
-    if (lt.dtype != rt.dtype || rtype.dtype != rt.dtype || !cublaslt_supports(rt.dtype)) return {};
+    const DType in_t = lt.dtype;  // f16/bf16 operands may give f32 results
+    if (rtype.dtype != in_t || !cublaslt_supports(in_t, rt.dtype)) return {};
     const ir::Attribute* dn = op.attr("dot_dimension_numbers");
     if (!dn) return {};
     auto field = [&](const char* f) -> std::vector<int64_t> {
@@ -310,25 +315,30 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
     std::optional<index::StridedCopy> lbox, rbox;
     if (!p.lhs_perm.empty()) lbox = plan::transpose(lt.shape, p.lhs_perm);
     if (!p.rhs_perm.empty()) rbox = plan::transpose(rtype.shape, p.rhs_perm);
-    const int64_t batch = p.batch, m = p.m, n = p.n, k = p.k;
-    const DType t = rt.dtype;
+    const MatmulShape shape{in_t,
+                            rt.dtype,
+                            p.batch,
+                            p.m,
+                            p.n,
+                            p.k,
+                            rt.dtype == DType::F32 && in_t == DType::F32 && tf32_allowed(op)};
     const int64_t lsize = lt.num_elements(), rsize = rtype.num_elements();
-    return [d, t, rt, lbox, rbox, lsize, rsize, batch, m, n, k](std::span<const DeviceArray> in) {
+    return [d, rt, lbox, rbox, lsize, rsize, shape](std::span<const DeviceArray> in) {
       DeviceArray a = in[0], b = in[1];
       if (lbox) {
-        a = d->allocate(t, {lsize});
-        launch_strided_copy(size_of(t), *lbox, in[0].data.get(), a.data.get(), d->stream());
+        a = d->allocate(shape.in, {lsize});
+        launch_strided_copy(size_of(shape.in), *lbox, in[0].data.get(), a.data.get(), d->stream());
       }
       if (rbox) {
-        b = d->allocate(t, {rsize});
-        launch_strided_copy(size_of(t), *rbox, in[1].data.get(), b.data.get(), d->stream());
+        b = d->allocate(shape.in, {rsize});
+        launch_strided_copy(size_of(shape.in), *rbox, in[1].data.get(), b.data.get(), d->stream());
       }
-      DeviceArray out = d->allocate(t, rt.shape);
+      DeviceArray out = d->allocate(rt.dtype, rt.shape);
       if (out.size() > 0) {
-        if (k == 0)
+        if (shape.k == 0)
           CUJAX_CUDA_CHECK(cudaMemsetAsync(out.data.get(), 0, out.nbytes(), d->stream()));
         else
-          cublaslt_matmul(*d, t, a.data.get(), b.data.get(), out.data.get(), batch, m, n, k);
+          cublaslt_matmul(*d, shape, a.data.get(), b.data.get(), out.data.get());
       }
       return one(std::move(out));
     };
@@ -348,12 +358,13 @@ bool has_nested_collective(const ir::Operation& op) {
   return false;
 }
 
-std::shared_ptr<const Program> compile_program(const ir::Module& module, const ir::Function& fn,
-                                               const std::shared_ptr<Device>& dev,
-                                               const SpmdContext* spmd) {
-  if (fn.body.blocks.size() != 1)
-    throw UnsupportedError("@" + fn.name + ": functions with several blocks are not supported");
-  const ir::Block& block = fn.body.front();
+namespace {
+
+std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir::Block& block,
+                                             std::span<const ir::Value* const> captures,
+                                             const std::shared_ptr<Device>& dev,
+                                             const SpmdContext* spmd,
+                                             const runtime::CompileOptions& options) {
   auto program = std::make_shared<Program>();
   cpu::Compiler host_compiler(module);
   if (spmd) host_compiler.set_process_grid(spmd->num_replicas, spmd->num_partitions);
@@ -366,6 +377,10 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
     program->arg_slots.push_back(new_slot(a.get()));
     program->arg_types.push_back(a->type);
   }
+  for (const ir::Value* v : captures) {
+    program->arg_slots.push_back(new_slot(v));
+    program->arg_types.push_back(v->type);
+  }
   auto slot = [&](const ir::Operation& op, const ir::Value* v) {
     auto it = slot_of.find(v);
     if (it == slot_of.end())
@@ -375,13 +390,17 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
   const ir::Operation* term = block.terminator();
   const bool has_term = term && (term->name == "func.return" || term->name == "stablehlo.return");
   const size_t num_steps = block.ops.size() - (has_term ? 1 : 0);
+  const runtime::HostFallback fallback = runtime::host_fallback(options);
   std::unordered_map<int, size_t> last_use;
   for (size_t i = 0; i < num_steps; ++i) {
     const ir::Operation& op = *block.ops[i];
     Step step;
     step.where = op.where();
+    step.op = op.name;
     if (spmd) step.device = spmd->device_kernel(op, host_compiler);
     if (!step.device) step.device = device_kernel(op, dev);
+    if (!step.device)
+      step.device = op_kernel(op, OpKernelContext{module, dev, options, spmd, &step.nested});
     std::vector<const ir::Value*> uses(op.operands.begin(), op.operands.end());
     if (!step.device) {
       if (spmd && has_nested_collective(op))
@@ -390,18 +409,32 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
       if (!factory) cpu::unsupported(op, "op is not supported by the cuda or cpu backend");
       for (const auto& r : op.results)
         if (r->type.is_token) cpu::unsupported(op, "tokens are not supported by the cuda backend");
-      if (!op.regions.empty())
-        for (const ir::Value* v : cpu::captured_values(op)) uses.push_back(v);
+      step.check = is_check(op);
+      if (!step.check) {
+        report_host_fallback(op, fallback);
+        program->fallbacks.push_back({op.name, step.where});
+      }
       step.host = (*factory)(op, host_compiler);
-      ++program->host_steps;
     }
+    // Values the op's regions read from enclosing blocks follow its operands (host kernels
+    // and the device control-flow kernels pass them on to the regions).
+    if (!op.regions.empty())
+      for (const ir::Value* v : cpu::captured_values(op)) uses.push_back(v);
+    for (const auto& nested : step.nested)
+      program->fallbacks.insert(program->fallbacks.end(), nested->fallbacks.begin(),
+                                nested->fallbacks.end());
     for (const ir::Value* v : uses) {
       step.inputs.push_back(slot(op, v));
       last_use[step.inputs.back()] = i;
     }
-    for (const auto& r : op.results) step.outputs.push_back(new_slot(r.get()));
+    for (const auto& r : op.results) {
+      step.outputs.push_back(new_slot(r.get()));
+      program->slot_types.resize(program->num_slots);
+      program->slot_types.back() = r->type;
+    }
     program->steps.push_back(std::move(step));
   }
+  program->slot_types.resize(program->num_slots);
   if (has_term)
     for (const ir::Value* v : term->operands) program->result_slots.push_back(slot(*term, v));
   std::unordered_map<int, bool> is_result;
@@ -420,6 +453,24 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
     }
   }
   return program;
+}
+
+}  // namespace
+
+std::shared_ptr<const Program> compile_program(const ir::Module& module, const ir::Function& fn,
+                                               const std::shared_ptr<Device>& dev,
+                                               const SpmdContext* spmd,
+                                               const runtime::CompileOptions& options) {
+  if (fn.body.blocks.size() != 1)
+    throw UnsupportedError("@" + fn.name + ": functions with several blocks are not supported");
+  return compile_steps(module, fn.body.front(), {}, dev, spmd, options);
+}
+
+std::shared_ptr<const Program> compile_block(const ir::Module& module, const ir::Block& block,
+                                             std::span<const ir::Value* const> captures,
+                                             const std::shared_ptr<Device>& dev,
+                                             const runtime::CompileOptions& options) {
+  return compile_steps(module, block, captures, dev, nullptr, options);
 }
 
 std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<DeviceArray> args,
@@ -467,7 +518,46 @@ std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<
 }
 
 int host_steps(const Program& program) {
-  return program.host_steps;
+  return static_cast<int>(program.fallbacks.size());
+}
+
+std::vector<HostFallbackOp> host_fallbacks(const Program& program) {
+  return program.fallbacks;
+}
+
+namespace {
+
+void describe_into(const Program& p, int depth, std::vector<std::string>& out) {
+  for (const Step& s : p.steps) {
+    const char* kind = s.device ? "device" : (s.check ? "check" : "host");
+    out.push_back(std::string(2 * depth, ' ') + kind + "  " + s.where);
+    for (const auto& n : s.nested) describe_into(*n, depth + 1, out);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> describe(const Program& program) {
+  std::vector<std::string> out;
+  describe_into(program, 0, out);
+  return out;
+}
+
+int64_t peak_buffer_bytes(const Program& p) {
+  auto bytes = [](const ir::Type& t) {
+    return t.is_token ? int64_t{0} : t.num_elements() * static_cast<int64_t>(size_of(t.dtype));
+  };
+  int64_t live = 0;
+  for (const ir::Type& t : p.arg_types) live += bytes(t);
+  int64_t peak = live;
+  for (const Step& s : p.steps) {
+    for (int o : s.outputs) live += bytes(p.slot_types[o]);
+    peak = std::max(peak, live);
+    for (int r : s.release)
+      live -=
+          r < static_cast<int>(p.arg_slots.size()) ? bytes(p.arg_types[r]) : bytes(p.slot_types[r]);
+  }
+  return peak;
 }
 
 void check_arguments(const Program& program, std::span<const runtime::DeviceBuffer> args,
@@ -584,12 +674,14 @@ class CudaBackend final : public runtime::Backend {
     }
     return out;
   }
-  std::unique_ptr<runtime::Executable> compile(const ir::Module& module, std::string_view entry,
-                                               int device) const override {
+  std::unique_ptr<runtime::Executable> compile(
+      const ir::Module& module, std::string_view entry, int device,
+      const runtime::CompileOptions& options) const override {
     const ir::Function* fn = module.lookup(entry);
     if (!fn) throw Error("module has no function @" + std::string(entry));
     const std::shared_ptr<Device>& dev = device_at(device);
-    return std::make_unique<CudaExecutable>(*this, compile_program(module, *fn, dev), dev);
+    return std::make_unique<CudaExecutable>(
+        *this, compile_program(module, *fn, dev, nullptr, options), dev);
   }
   runtime::DeviceBuffer to_device(const HostTensor& value, int device) const override {
     Device& dev = *device_at(device);

@@ -48,6 +48,7 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
 Device::~Device() {
   // Destructors must not throw: errors here have nowhere to go.
   cudaSetDevice(ordinal_);
+  if (workspace_) cudaFreeAsync(workspace_, stream_);
   if (stream_) cudaStreamSynchronize(stream_);
   if (pinned_) cudaFreeHost(pinned_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -59,11 +60,25 @@ void Device::activate() const {
 
 std::shared_ptr<void> Device::allocate(size_t bytes) {
   void* p = nullptr;
+  // Whole 8-byte words, so that kernels may update a 1- or 2-byte element through the aligned
+  // 4-byte word holding it (scatter's atomicCAS loops).
+  bytes = (bytes + 7) & ~size_t{7};
   if (bytes > 0) CUJAX_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool_, stream_));
   std::shared_ptr<Device> self = shared_from_this();
   return std::shared_ptr<void>(p, [self](void* q) {
     if (q) cudaFreeAsync(q, self->stream_);  // no throw from a deleter
   });
+}
+
+void* Device::workspace(size_t bytes) {
+  if (bytes > workspace_bytes_) {
+    if (workspace_) CUJAX_CUDA_CHECK(cudaFreeAsync(workspace_, stream_));
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+    CUJAX_CUDA_CHECK(cudaMallocFromPoolAsync(&workspace_, bytes, pool_, stream_));
+    workspace_bytes_ = bytes;
+  }
+  return workspace_;
 }
 
 DeviceArray Device::allocate(DType dtype, Shape shape) {

@@ -55,6 +55,9 @@ class Device : public std::enable_shared_from_this<Device> {
   // `bytes` from the pool, ordered on the stream; freed on the stream when released.
   std::shared_ptr<void> allocate(size_t bytes);
   DeviceArray allocate(DType dtype, Shape shape);
+  // Scratch memory of at least `bytes` for library calls (cuBLASLt's workspace), kept for the
+  // device's lifetime: one per device, which is safe because all its work is on one stream.
+  void* workspace(size_t bytes);
 
   // Asynchronous copies through the pinned staging buffer: upload returns once the host data
   // is staged; download waits for the stream.
@@ -72,6 +75,8 @@ class Device : public std::enable_shared_from_this<Device> {
   cudaMemPool_t pool_ = nullptr;
   void* pinned_ = nullptr;
   size_t pinned_bytes_ = 0;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
   std::unique_ptr<Event> staging_free_;  // created once the device is current: events belong
                                          // to the device current at their creation
   std::mutex mu_;

@@ -1,0 +1,205 @@
+// The cuda backend's compiler on a machine without a GPU (label `cuda-nogpu`; CUDA builds
+// only): every program of the conformance suite and every step the tiny model runs (training,
+// evaluation, decoding, prefill) compiles for cuda with no op left to the host, and the
+// host-fallback switch does what it says.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/program.h"
+#include "cujax/core/json.h"
+#include "cujax/export.h"
+#include "cujax/ir/parser.h"
+#include "cujax/models/lm.h"
+#include "cujax/numpy.h"
+#include "cujax/runtime/backend.h"
+#include "cujax/runtime/compile_report.h"
+#include "cujax/serve/steps.h"
+
+namespace cujax {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string shared_dir() {
+  const char* env = std::getenv("CUJAX_SHARED_DIR");
+  return env && *env ? env : CUJAX_DEFAULT_SHARED_DIR;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<cuda::HostFallbackOp> fallbacks_of(const ir::Module& module) {
+  runtime::CompileOptions options;
+  options.host_fallback = runtime::HostFallback::Allow;
+  const auto program =
+      cuda::compile_program(module, *module.lookup("main"), nullptr, nullptr, options);
+  return cuda::host_fallbacks(*program);
+}
+
+// "name: op at l:c, ..." for each program with a fallback, and the count per op.
+struct Offenders {
+  std::vector<std::string> programs;
+  std::map<std::string, int> per_op;
+
+  void add(const std::string& name, const std::vector<cuda::HostFallbackOp>& f) {
+    if (f.empty()) return;
+    std::string line = name + ":";
+    for (const auto& op : f) {
+      line += " " + op.where;
+      ++per_op[op.op];
+    }
+    programs.push_back(line);
+  }
+  std::string summary() const {
+    std::string s;
+    for (const auto& [op, n] : per_op) s += "  " + op + ": " + std::to_string(n) + "\n";
+    for (const auto& p : programs) s += "  " + p + "\n";
+    return s;
+  }
+};
+
+TEST(CudaNoGpu, ConformanceProgramsRunEntirelyOnTheDevice) {
+  const fs::path dir = fs::path(shared_dir()) / "conformance" / "stablehlo-testdata";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no conformance data at " << dir;
+  Offenders off;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".mlir") continue;
+    ++files;
+    const auto module = ir::parse_module(read_file(e.path()));
+    off.add(e.path().filename().string(), fallbacks_of(*module));
+  }
+  EXPECT_GT(files, 0);
+  EXPECT_TRUE(off.programs.empty())
+      << off.programs.size() << " of " << files << " programs run ops on the host:\n"
+      << off.summary();
+}
+
+class CudaNoGpuModel : public ::testing::Test {
+ protected:
+  nnx::Rngs rngs{0};
+  models::TransformerLM model{models::tiny_config(), rngs};
+  State params = nnx::state(model, nnx::VariableKind::Param);
+};
+
+TEST_F(CudaNoGpuModel, TrainAndEvalStepsRunEntirelyOnTheDevice) {
+  const int64_t B = 2, T = 16;
+  const data::Batch batch{numpy::zeros({B, T}, DType::I32), numpy::zeros({B, T}, DType::I32)};
+  auto tx = models::make_optimizer({});
+  const State opt_state = tx.init(params);
+  Offenders off;
+  const auto train = models::make_train_step(model, tx).lower(params, opt_state, batch);
+  off.add("train step", fallbacks_of(train.module()));
+  const auto eval = models::make_eval_step(model).lower(params, batch);
+  off.add("eval step", fallbacks_of(eval.module()));
+  EXPECT_TRUE(off.programs.empty()) << off.summary();
+}
+
+// The serving bundle holds the decode step and one prefill step per bucket, as exported
+// StableHLO (serve/steps.h).
+TEST_F(CudaNoGpuModel, DecodeAndPrefillStepsRunEntirelyOnTheDevice) {
+  const fs::path path = fs::temp_directory_path() / ("cuda_nogpu_" + std::to_string(::getpid()));
+  serve::export_steps(model, params, 2, 32, path.string());
+  const std::string bytes = read_file(path);
+  fs::remove(path);
+  // magic line, sha256 line, header JSON line, then the members one after another
+  size_t at = 0;
+  for (int line = 0; line < 2; ++line) at = bytes.find('\n', at) + 1;
+  const size_t header_end = bytes.find('\n', at);
+  const json::Value header = json::parse(bytes.substr(at, header_end - at));
+  size_t offset = header_end + 1;
+  Offenders off;
+  int steps = 0;
+  for (const json::Value& m : header.at("members").as_array()) {
+    const std::string name = m.at("name").as_string();
+    const size_t size = static_cast<size_t>(m.at("bytes").as_int());
+    if (name == "decode" || name.rfind("prefill.", 0) == 0) {
+      const Exported e = Exported::deserialize(bytes.substr(offset, size), name);
+      off.add(name, fallbacks_of(*ir::parse_module(e.mlir_module())));
+      ++steps;
+    }
+    offset += size;
+  }
+  EXPECT_GE(steps, 2);
+  EXPECT_TRUE(off.programs.empty()) << off.summary();
+}
+
+// A reduce whose body the device's scalar interpreter does not run (converts): it stays on the
+// host, so the switch has something to act on.
+const char* kHostOnly = R"(func.func @main(%a: tensor<4xf32>, %z: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  %1 = "stablehlo.reduce"(%a, %z) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %s = stablehlo.add %x, %y : tensor<f32>
+    %w = stablehlo.convert %s : (tensor<f32>) -> tensor<f64>
+    %c = stablehlo.convert %w : (tensor<f64>) -> tensor<f32>
+    stablehlo.return %c : tensor<f32>
+  }) {dimensions = array<i64: 0>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  return %1 : tensor<f32>
+})";
+
+TEST(CudaNoGpuSwitch, ErrorModeNamesTheOpAndLocation) {
+  const auto module = ir::parse_module(kHostOnly);
+  runtime::CompileOptions options;
+  options.host_fallback = runtime::HostFallback::Allow;
+  const auto program =
+      cuda::compile_program(*module, *module->lookup("main"), nullptr, nullptr, options);
+  const auto fallbacks = cuda::host_fallbacks(*program);
+  ASSERT_EQ(fallbacks.size(), 1u);
+  EXPECT_EQ(fallbacks[0].where, "stablehlo.reduce at 3:3");
+  options.host_fallback = runtime::HostFallback::Error;
+  try {
+    cuda::compile_program(*module, *module->lookup("main"), nullptr, nullptr, options);
+    FAIL() << "expected UnsupportedError";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("stablehlo.reduce at 3:3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CUJAX_HOST_FALLBACK=error"), std::string::npos);
+  }
+}
+
+TEST(CudaNoGpuSwitch, EnvironmentVariableSetsTheDefault) {
+  const char* before = std::getenv("CUJAX_HOST_FALLBACK");
+  const std::string saved = before ? before : "";
+  ::setenv("CUJAX_HOST_FALLBACK", "error", 1);
+  EXPECT_EQ(runtime::host_fallback_from_env(), runtime::HostFallback::Error);
+  ::setenv("CUJAX_HOST_FALLBACK", "sometimes", 1);
+  EXPECT_THROW(runtime::host_fallback_from_env(), Error);
+  ::unsetenv("CUJAX_HOST_FALLBACK");
+  EXPECT_EQ(runtime::host_fallback_from_env(), runtime::HostFallback::Log);
+  if (before) ::setenv("CUJAX_HOST_FALLBACK", saved.c_str(), 1);
+}
+
+// compile_report (what `cujax compile` prints): steps, nested programs and the peak size.
+TEST(CudaNoGpuReport, DescribesStepsNestedProgramsAndPeakBytes) {
+  const auto module = ir::parse_module(R"(func.func @main(%a: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = stablehlo.add %a, %a : tensor<8xf32>
+  %1 = call @twice(%0) : (tensor<8xf32>) -> tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+func.func private @twice(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<8xf32>
+  return %0 : tensor<8xf32>
+})");
+  const runtime::CompileReport r = runtime::compile_report("cuda", *module);
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_EQ(r.steps[0], "device  stablehlo.add at 2:3");
+  EXPECT_EQ(r.steps[1], "device  func.call at 3:3");
+  EXPECT_EQ(r.steps[2], "  device  stablehlo.multiply at 7:3");
+  EXPECT_TRUE(r.host_fallbacks.empty());
+  // %a and %0 live together (32 bytes each), then %0 and %1
+  EXPECT_EQ(r.peak_buffer_bytes, 64);
+}
+
+}  // namespace
+}  // namespace cujax

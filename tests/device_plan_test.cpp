@@ -1,0 +1,235 @@
+// The index math and the scalar interpreter that the cuda backend's gather, scatter, reduce,
+// sort and window kernels run per thread (backends/common/gather_scatter.h, window.h,
+// scalar_program.h), run here on the CPU one element at a time and compared with the CPU
+// backend: indexing mistakes show up without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/common/gather_scatter.h"
+#include "backends/common/scalar_program.h"
+#include "backends/common/window.h"
+#include "cujax/ir/parser.h"
+#include "cujax/runtime/backend.h"
+
+namespace cujax {
+namespace {
+
+HostTensor iota_f32(const Shape& s) {
+  HostTensor t(DType::F32, s);
+  for (int64_t i = 0; i < t.size(); ++i) t.data_as<float>()[i] = static_cast<float>(i) * 0.5f;
+  return t;
+}
+
+HostTensor indices_i32(const Shape& s, int32_t lo, int32_t hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> u(lo, hi);
+  HostTensor t(DType::I32, s);
+  for (int64_t i = 0; i < t.size(); ++i) t.data_as<int32_t>()[i] = u(rng);
+  return t;
+}
+
+const ir::Operation& first_op(const ir::Module& m) {
+  return *m.lookup("main")->body.front().ops.front();
+}
+
+std::vector<HostTensor> run_cpu(const ir::Module& m, const std::vector<HostTensor>& args) {
+  return runtime::get_backend("cpu").compile(m)->execute_on_host(args);
+}
+
+// Gather forms JAX emits: an embedding lookup, take_along_axis (batching dims) and
+// cross-entropy's gather of one logit per row, plus clamped out-of-range starts.
+struct GatherCase {
+  const char* name;
+  const char* text;
+  Shape operand, indices;
+};
+
+const GatherCase kGathers[] = {
+    {"embedding",
+     R"(func.func @main(%a: tensor<10x4xf32>, %i: tensor<3x5xi32>) -> tensor<3x5x4xf32> {
+  %0 = "stablehlo.gather"(%a, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, slice_sizes = array<i64: 1, 4>} : (tensor<10x4xf32>, tensor<3x5xi32>) -> tensor<3x5x4xf32>
+  return %0 : tensor<3x5x4xf32>
+})",
+     {10, 4},
+     {3, 5}},
+    {"take_along_axis",
+     R"(func.func @main(%a: tensor<3x7xf32>, %i: tensor<3x2x1xi32>) -> tensor<3x2xf32> {
+  %0 = "stablehlo.gather"(%a, %i) {dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [1], operand_batching_dims = [0], start_indices_batching_dims = [0], start_index_map = [1], index_vector_dim = 2>, slice_sizes = array<i64: 1, 1>} : (tensor<3x7xf32>, tensor<3x2x1xi32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+})",
+     {3, 7},
+     {3, 2, 1}},
+    {"window",
+     R"(func.func @main(%a: tensor<6x8xf32>, %i: tensor<4x2xi32>) -> tensor<4x3x2xf32> {
+  %0 = "stablehlo.gather"(%a, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [1, 2], start_index_map = [0, 1], index_vector_dim = 1>, slice_sizes = array<i64: 3, 2>} : (tensor<6x8xf32>, tensor<4x2xi32>) -> tensor<4x3x2xf32>
+  return %0 : tensor<4x3x2xf32>
+})",
+     {6, 8},
+     {4, 2}},
+};
+
+TEST(DevicePlan, GatherSourceMatchesCpuGather) {
+  uint32_t seed = 1;
+  for (const GatherCase& c : kGathers) {
+    SCOPED_TRACE(c.name);
+    auto m = ir::parse_module(c.text);
+    const HostTensor a = iota_f32(c.operand);
+    const HostTensor idx = indices_i32(c.indices, -3, 12, seed++);  // some out of range
+    const HostTensor want = run_cpu(*m, {a, idx}).at(0);
+    const auto g = plan::gather_plan(first_op(*m));
+    ASSERT_TRUE(g.has_value());
+    for (int64_t r = 0; r < want.size(); ++r)
+      ASSERT_EQ(a.data_as<float>()[plan::gather_source(*g, idx.data(), r)],
+                want.data_as<float>()[r])
+          << "result element " << r;
+  }
+}
+
+// scatter-add as cross-entropy's and the embedding's gradients emit it (repeated and
+// out-of-range indices): the sum over update elements of scatter_target's places.
+TEST(DevicePlan, ScatterTargetMatchesCpuScatterAdd) {
+  auto m = ir::parse_module(
+      R"(func.func @main(%a: tensor<10x4xf32>, %i: tensor<6x1xi32>, %u: tensor<6x4xf32>) -> tensor<10x4xf32> {
+  %0 = "stablehlo.scatter"(%a, %i, %u) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %s = stablehlo.add %x, %y : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>} : (tensor<10x4xf32>, tensor<6x1xi32>, tensor<6x4xf32>) -> tensor<10x4xf32>
+  return %0 : tensor<10x4xf32>
+})");
+  const HostTensor a = iota_f32({10, 4});
+  const HostTensor idx = indices_i32({6, 1}, -2, 11, 7);
+  const HostTensor u = iota_f32({6, 4});
+  const HostTensor want = run_cpu(*m, {a, idx, u}).at(0);
+  const auto p = plan::scatter_plan(first_op(*m));
+  ASSERT_TRUE(p.has_value());
+  HostTensor got = a.clone();
+  for (int64_t e = 0; e < u.size(); ++e) {
+    const int64_t t = plan::scatter_target(*p, idx.data(), e);
+    if (t >= 0) got.data_as<float>()[t] += u.data_as<float>()[e];
+  }
+  for (int64_t k = 0; k < want.size(); ++k)
+    EXPECT_EQ(got.data_as<float>()[k], want.data_as<float>()[k]) << "element " << k;
+}
+
+// The argmax reduce JAX emits: (value, index) pairs, NaN-aware, lower index on ties.
+TEST(DevicePlan, ScalarProgramRunsArgmaxLikeTheCpu) {
+  auto m = ir::parse_module(
+      R"(func.func @main(%v: tensor<3x5xf32>, %i: tensor<3x5xi32>, %v0: tensor<f32>, %i0: tensor<i32>) -> (tensor<3xf32>, tensor<3xi32>) {
+  %0:2 = stablehlo.reduce(%v init: %v0), (%i init: %i0) across dimensions = [1] : (tensor<3x5xf32>, tensor<3x5xi32>, tensor<f32>, tensor<i32>) -> (tensor<3xf32>, tensor<3xi32>)
+   reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<i32>, %d: tensor<i32>)  {
+    %1 = stablehlo.compare  GT, %a, %c,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %2 = stablehlo.compare  NE, %a, %a,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %3 = stablehlo.or %1, %2 : tensor<i1>
+    %4 = stablehlo.compare  EQ, %a, %c,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %5 = stablehlo.compare  LT, %b, %d,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %6 = stablehlo.and %4, %5 : tensor<i1>
+    %7 = stablehlo.or %3, %6 : tensor<i1>
+    %8 = stablehlo.select %3, %a, %c : tensor<i1>, tensor<f32>
+    %9 = stablehlo.select %7, %b, %d : tensor<i1>, tensor<i32>
+    stablehlo.return %8, %9 : tensor<f32>, tensor<i32>
+  }
+  return %0#0, %0#1 : tensor<3xf32>, tensor<3xi32>
+})");
+  HostTensor v(DType::F32, {3, 5}), i(DType::I32, {3, 5});
+  const float vals[15] = {1, 4, 4, 2, 0, -1, -3, -1, -2, -5, 2, NAN, 7, NAN, 1};
+  std::memcpy(v.data(), vals, sizeof vals);
+  for (int k = 0; k < 15; ++k) i.data_as<int32_t>()[k] = k % 5;
+  HostTensor v0(DType::F32, {}), i0(DType::I32, {});
+  *v0.data_as<float>() = -INFINITY;
+  *i0.data_as<int32_t>() = 0;
+  const auto want = run_cpu(*m, {v, i, v0, i0});
+  const auto prog = scalar::compile(*first_op(*m).regions[0]);
+  ASSERT_TRUE(prog.has_value());
+  for (int row = 0; row < 3; ++row) {
+    uint64_t acc[2] = {scalar::to_bits(-INFINITY), 0};
+    for (int k = 0; k < 5; ++k) {
+      const uint64_t args[4] = {acc[0], acc[1], scalar::to_bits(vals[row * 5 + k]),
+                                static_cast<uint64_t>(k)};
+      prog->run(args, acc);
+    }
+    EXPECT_EQ(static_cast<int32_t>(acc[1]), want[1].data_as<int32_t>()[row]) << "row " << row;
+    EXPECT_EQ(acc[0], scalar::to_bits(want[0].data_as<float>()[row])) << "row " << row;
+  }
+}
+
+// reduce_window with stride, padding and dilations: max over window_source's elements.
+TEST(DevicePlan, WindowSourceMatchesCpuReduceWindow) {
+  auto m =
+      ir::parse_module(R"(func.func @main(%a: tensor<5x6xf32>, %z: tensor<f32>) -> tensor<4x3xf32> {
+  %0 = "stablehlo.reduce_window"(%a, %z) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %s = stablehlo.maximum %x, %y : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {window_dimensions = array<i64: 2, 3>, window_strides = array<i64: 1, 2>, base_dilations = array<i64: 1, 1>, window_dilations = array<i64: 2, 1>, padding = dense<[[1, 0], [1, 1]]> : tensor<2x2xi64>} : (tensor<5x6xf32>, tensor<f32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+})");
+  const HostTensor a = iota_f32({5, 6});
+  HostTensor z(DType::F32, {});
+  *z.data_as<float>() = -100;
+  const HostTensor want = run_cpu(*m, {a, z}).at(0);
+  const auto w = plan::window_plan({5, 6}, {2, 3}, {1, 2}, {1, 1}, {2, 1}, {1, 0, 1, 1});
+  ASSERT_TRUE(w.has_value());
+  ASSERT_EQ(w->num_out, want.size());
+  int64_t oi[index::kMaxRank];
+  for (int64_t o = 0; o < w->num_out; ++o) {
+    index::unravel(o, w->out_dims, w->rank, oi);
+    float acc = -100;
+    for (int64_t e = 0; e < w->window_size; ++e) {
+      const int64_t off = plan::window_source(*w, oi, e);
+      acc = std::max(acc, off >= 0 ? a.data_as<float>()[off] : -100.0f);
+    }
+    EXPECT_EQ(acc, want.data_as<float>()[o]) << "output " << o;
+  }
+}
+
+// jnp.cumlogsumexp's reduce_window calls logaddexp (exp, log1p): the interpreter inlines the
+// call and runs the transcendental functions as the CPU backend does.
+TEST(DevicePlan, ScalarProgramInlinesCallsAndTranscendentals) {
+  auto m = ir::parse_module(R"(func.func @main(%a: tensor<6xf32>) -> tensor<6xf32> {
+  %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %0 = "stablehlo.reduce_window"(%a, %cst) <{padding = dense<[[0, 5]]> : tensor<1x2xi64>, window_dimensions = array<i64: 6>}> ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %1 = func.call @logaddexp(%x, %y) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    stablehlo.return %1 : tensor<f32>
+  }) : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
+func.func private @logaddexp(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.maximum %x, %y : tensor<f32>
+  %1 = stablehlo.subtract %x, %y : tensor<f32>
+  %2 = stablehlo.abs %1 : tensor<f32>
+  %3 = stablehlo.negate %2 : tensor<f32>
+  %4 = stablehlo.exponential %3 : tensor<f32>
+  %5 = stablehlo.log_plus_one %4 : tensor<f32>
+  %6 = stablehlo.add %0, %5 : tensor<f32>
+  return %6 : tensor<f32>
+})");
+  const HostTensor a = iota_f32({6});
+  const HostTensor want = run_cpu(*m, {a}).at(0);
+  const ir::Operation& rw = *m->lookup("main")->body.front().ops[1];
+  EXPECT_FALSE(scalar::compile(*rw.regions[0]).has_value());  // the call needs the module
+  const auto prog = scalar::compile(*rw.regions[0], m.get());
+  ASSERT_TRUE(prog.has_value());
+  const auto w = plan::window_plan({6}, {6}, {1}, {1}, {1}, {0, 5});
+  ASSERT_TRUE(w.has_value());
+  int64_t oi[index::kMaxRank];
+  for (int64_t o = 0; o < w->num_out; ++o) {
+    index::unravel(o, w->out_dims, w->rank, oi);
+    uint64_t acc = scalar::to_bits(-INFINITY);
+    for (int64_t e = 0; e < w->window_size; ++e) {
+      const int64_t off = plan::window_source(*w, oi, e);
+      const uint64_t args[2] = {
+          acc, off >= 0 ? scalar::to_bits(a.data_as<float>()[off]) : scalar::to_bits(-INFINITY)};
+      prog->run(args, &acc);
+    }
+    EXPECT_EQ(scalar::from_bits<float>(acc), want.data_as<float>()[o]) << "output " << o;
+  }
+}
+
+}  // namespace
+}  // namespace cujax
