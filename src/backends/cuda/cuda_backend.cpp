@@ -11,12 +11,14 @@
 
 #include "backends/common/copy_plan.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cuda/codegen/fused.h"
 #include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/program.h"
 #include "backends/cuda/spmd.h"
+#include "compiler/fusion.h"
 
 namespace cujax::cuda {
 
@@ -33,6 +35,7 @@ struct Program {
   std::vector<ir::Type> arg_types;
   int num_slots = 0;
   int host_steps = 0;
+  std::vector<std::shared_ptr<const codegen::FusionKernel>> kernels;  // generated, one per fusion
 };
 
 namespace {
@@ -363,7 +366,34 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
   const bool has_term = term && (term->name == "func.return" || term->name == "stablehlo.return");
   const size_t num_steps = block.ops.size() - (has_term ? 1 : 0);
   std::unordered_map<int, size_t> last_use;
-  for (size_t i = 0; i < num_steps; ++i) {
+  // Fusion groups become one generated kernel each, except a lone op with a kernel of its own.
+  const compiler::FusionPlan plan = codegen::fusion_enabled()
+                                        ? compiler::plan_fusion(block, num_steps)
+                                        : compiler::unfused_plan(num_steps);
+  std::vector<bool> generate(plan.groups.size());
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    generate[g] =
+        plan.groups[g].ops.size() > 1 || !device_kernel(*block.ops[plan.groups[g].ops[0]], dev);
+  const codegen::FusedKernels fused = codegen::build_fused_kernels(block, plan, generate, dev);
+  for (const compiler::FusionPlan::Item& item : plan.schedule) {
+    size_t i = item.op;
+    if (item.group >= 0 && generate[item.group]) {
+      const compiler::FusionGroup& group = plan.groups[item.group];
+      const ir::Operation& first = *block.ops[group.ops[0]];
+      Step step;
+      step.where = first.where() + " (" + fused.kernels[item.group]->name + ", " +
+                   fused.kernels[item.group]->description + ")";
+      step.device = fused.launchers[item.group];
+      for (const ir::Value* v : group.inputs) {
+        step.inputs.push_back(slot(first, v));
+        last_use[step.inputs.back()] = program->steps.size();
+      }
+      for (const ir::Value* v : group.outputs) step.outputs.push_back(new_slot(v));
+      program->kernels.push_back(fused.kernels[item.group]);
+      program->steps.push_back(std::move(step));
+      continue;
+    }
+    if (item.group >= 0) i = plan.groups[item.group].ops[0];
     const ir::Operation& op = *block.ops[i];
     Step step;
     step.where = op.where();
@@ -384,7 +414,7 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
     }
     for (const ir::Value* v : uses) {
       step.inputs.push_back(slot(op, v));
-      last_use[step.inputs.back()] = i;
+      last_use[step.inputs.back()] = program->steps.size();
     }
     for (const auto& r : op.results) step.outputs.push_back(new_slot(r.get()));
     program->steps.push_back(std::move(step));
@@ -439,6 +469,11 @@ std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<
 
 int host_steps(const Program& program) {
   return program.host_steps;
+}
+
+const std::vector<std::shared_ptr<const codegen::FusionKernel>>& fusion_kernels(
+    const Program& program) {
+  return program.kernels;
 }
 
 void check_arguments(const Program& program, std::span<const HostTensor> args) {

@@ -17,6 +17,10 @@ class Compiler;
 
 namespace cujax::cuda {
 
+namespace codegen {
+struct FusionKernel;
+}
+
 struct Program;
 
 using DeviceKernel = std::function<std::vector<DeviceArray>(std::span<const DeviceArray>)>;
@@ -47,5 +51,9 @@ std::vector<DeviceArray> run_program(const Program& program, Device& device,
 void check_arguments(const Program& program, std::span<const HostTensor> args);
 // How many of the program's ops run on the host (no CUDA kernel for their types/attributes).
 int host_steps(const Program& program);
+// The kernels generated for the program's fusions (codegen/emitter.h), in step order; compiled
+// for the device when there is one (codegen::compile_all compiles them for any architecture).
+const std::vector<std::shared_ptr<const codegen::FusionKernel>>& fusion_kernels(
+    const Program& program);
 
 }  // namespace cujax::cuda
