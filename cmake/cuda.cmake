@@ -67,3 +67,8 @@ set(CUJAX_CUDA_BUILD ON)
 add_executable(cuda_bench ${PROJECT_SOURCE_DIR}/src/backends/cuda/bench/cuda_bench.cpp)
 target_include_directories(cuda_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(cuda_bench PRIVATE cujax CUDA::cublas)
+
+# Cold and warm compile times of a training step's generated kernels (docs/performance.md).
+add_executable(codegen_compile_time ${PROJECT_SOURCE_DIR}/src/backends/cuda/codegen/bench/compile_time.cpp)
+target_include_directories(codegen_compile_time PRIVATE ${PROJECT_SOURCE_DIR}/src ${CUDAToolkit_INCLUDE_DIRS})
+target_link_libraries(codegen_compile_time PRIVATE cujax)

@@ -1,6 +1,6 @@
 // The CUDA code generator without a GPU (label `cuda-nogpu`; CUDA builds only):
-//  - every kernel generated for the conformance programs and the tiny config's training and eval
-//    steps compiles with NVRTC for sm_80 and sm_90;
+//  - every kernel generated for the conformance programs, the tiny config's training and eval
+//    steps and the programs of fusion_programs.h compiles with NVRTC for sm_80 and sm_90;
 //  - the kernel cache: a second start compiles nothing, the architecture is part of the key;
 //  - the generated arithmetic: the same generated source, compiled by the host compiler over an
 //    emulated thread grid (codegen_emu/cuda_emu.h), against the CPU backend on random inputs.
@@ -159,6 +159,9 @@ void* build_emulation(const std::vector<Check>& checks, const fs::path& dir) {
     for (size_t i = 0; i < k.params.size(); ++i)
       src << (i ? ", " : "") << "static_cast<" << (k.params[i].output ? "" : "const ")
           << cg::c_type(k.params[i].dtype) << "*>(a[" << i << "])";
+    if (k.scratch_slots > 0)
+      src << ", static_cast<unsigned long long*>(a[" << k.params.size()
+          << "]), static_cast<unsigned*>(a[" << k.params.size() + 1 << "])";
     src << "); });\n}\n";
   }
   src.close();
@@ -205,6 +208,7 @@ TEST(CudaCodegen, GeneratedArithmeticMatchesTheCpuBackendOnAnEmulatedGrid) {
   const double build_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const runtime::Backend& cpu = runtime::get_backend("cpu");
+  int splits = 0;
   for (size_t n = 0; n < checks.size(); ++n) {
     const Check& c = checks[n];
     SCOPED_TRACE(c.origin);
@@ -220,6 +224,13 @@ TEST(CudaCodegen, GeneratedArithmeticMatchesTheCpuBackendOnAnEmulatedGrid) {
       std::memset(got.back().data(), 0xA5, got.back().nbytes());  // unwritten elements show
     }
     for (HostTensor& g : got) pointers.push_back(g.data());
+    std::vector<unsigned long long> scratch(2 * c.kernel->scratch_slots, 0xA5A5A5A5A5A5A5A5ull);
+    std::vector<unsigned> counters(c.kernel->counters, 0);
+    if (c.kernel->scratch_slots > 0) {
+      pointers.push_back(scratch.data());
+      pointers.push_back(counters.data());
+      ++splits;
+    }
     auto fn_ptr =
         reinterpret_cast<void (*)(void* const*)>(dlsym(lib, ("emu_" + c.kernel->name).c_str()));
     ASSERT_NE(fn_ptr, nullptr);
@@ -229,7 +240,9 @@ TEST(CudaCodegen, GeneratedArithmeticMatchesTheCpuBackendOnAnEmulatedGrid) {
       expect_close(got[i], want[i], c.exact, c.kernel->name + " output " + std::to_string(i));
   }
   dlclose(lib);
-  std::cout << checks.size() << " kernels (" << kinds[compiler::FusionKind::Loop] << " loops, "
+  EXPECT_GE(splits, 2) << "reductions split over several blocks";
+  std::cout << splits << " split over several blocks; " << checks.size() << " kernels ("
+            << kinds[compiler::FusionKind::Loop] << " loops, "
             << kinds[compiler::FusionKind::RowReduction] << " row and "
             << kinds[compiler::FusionKind::ColumnReduction]
             << " column reductions) checked; host compile " << build_s << " s\n";
@@ -267,6 +280,10 @@ Kernels every_kernel(int* programs) {
         // Programs the backends cannot compile are the conformance suite's business.
       }
     }
+  }
+  for (const std::string& text : testutil::fusion_programs()) {
+    add_unique(all, seen, program_kernels(*ir::parse_module(text)));
+    ++*programs;
   }
   const auto steps = testutil::lower_steps(models::tiny_config(), 2, 64);
   for (const auto& m : steps.modules) {

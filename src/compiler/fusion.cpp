@@ -333,8 +333,10 @@ class Planner {
   }
 
   // Whether giving op i to group g, where its users outside g read it, would make g depend on
-  // itself: some path from those users leads back into g.
+  // itself: some path from those users leads back into g. A search that grows past kMaxVisits
+  // nodes answers yes: a missed fusion, never a cycle, and planning stays linear.
   bool makes_cycle(int g, size_t i) {
+    constexpr size_t kMaxVisits = 1024;
     std::unordered_set<int64_t> seen;
     std::vector<int64_t> todo;
     for (size_t u : users_[i])
@@ -353,6 +355,7 @@ class Planner {
         for (size_t u : next) {
           if (group_of_[u] == g && role_[u] != Role::Leaf) return true;
           if (seen.insert(node(u)).second) todo.push_back(node(u));
+          if (seen.size() > kMaxVisits) return true;
         }
       }
     }

@@ -169,3 +169,10 @@ inline unsigned __shfl_xor_sync(unsigned, unsigned v, int lane_mask) {
 inline unsigned long long __shfl_xor_sync(unsigned, unsigned long long v, int lane_mask) {
   return cujax_emu::shfl_xor(v, lane_mask);
 }
+// Blocks run one after another, so memory is always coherent and atomics need no lock.
+inline void __threadfence() {}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}

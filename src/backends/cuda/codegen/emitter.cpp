@@ -142,20 +142,25 @@ class Emitter {
     for (size_t i = 0; i < group_.outputs.size(); ++i)
       src << (i || !group_.inputs.empty() ? ", " : "") << c_type(group_.outputs[i]->type.dtype)
           << "* __restrict__ out" << i;
-    src << ") {\n";
+    src << "@SCRATCH@) {\n";
     switch (group_.kind) {
       case compiler::FusionKind::Loop:
         k.grid = loop(src);
         break;
       case compiler::FusionKind::RowReduction:
-        k.grid = row(src);
+        k.grid = row(src, k);
         break;
       case compiler::FusionKind::ColumnReduction:
-        k.grid = column(src);
+        k.grid = column(src, k);
         break;
     }
     src << "}\n";
     k.source = src.str();
+    const size_t at = k.source.find("@SCRATCH@");
+    k.source.replace(at, 9,
+                     k.scratch_slots > 0 ? ", unsigned long long* __restrict__ scratch, unsigned* "
+                                           "__restrict__ counters"
+                                         : "");
     k.name = "fusion_" + sha256_hex(k.source).substr(0, 16);
     k.source.replace(k.source.find(kNamePlaceholder), std::strlen(kNamePlaceholder), k.name);
     return k;
@@ -395,24 +400,67 @@ class Emitter {
     write_outputs(e, hero_->result(0)->type.num_elements(), false);
   }
 
-  unsigned row(std::ostringstream& src) {
+  // Blocks that share one row (or column block) fold their partials through `scratch`; the last
+  // one to finish (counted in `counters`, zeroed per launch) folds them in part order and
+  // computes the epilogue, so the result does not depend on which block finishes last.
+  void split_tail(std::ostringstream& src, const std::string& slot, const std::string& owner,
+                  const std::string& writer, const std::string& reader, int lanes,
+                  const std::string& value_t) {
+    const std::string lane = lanes == 1 ? "" : " * " + std::to_string(lanes) + " + tx";
+    src << "  __shared__ bool last;\n"
+        << "  if (" << writer << ") {\n"
+        << "    scratch[" << slot << lane << "] = cujax::rtc::to_raw(partial.value);\n"
+        << "    scratch[static_cast<idx_t>(gridDim.x) * " << lanes << " + " << slot << lane
+        << "] = partial.has;\n"
+        << "    __threadfence();\n"
+        << "  }\n"
+        << "  __syncthreads();\n"
+        << "  if (threadIdx.x == 0) last = atomicAdd(&counters[" << owner << "], 1u) == S - 1;\n"
+        << "  __syncthreads();\n"
+        << "  if (last && " << reader << ") {\n"
+        << "    const volatile unsigned long long* parts = scratch;\n"
+        << "    " << fold_type() << " total;\n"
+        << "    for (idx_t p = 0; p < S; ++p) {\n"
+        << "      const idx_t at = (" << owner << " * S + p)" << lane << ";\n"
+        << "      total.merge(cujax::rtc::from_raw<" << value_t
+        << ">(static_cast<cujax::rtc::raw_t<" << value_t
+        << ">>(parts[at])), parts[static_cast<idx_t>(gridDim.x) * " << lanes << " + at] != 0);\n"
+        << "    }\n";
+  }
+
+  unsigned row(std::ostringstream& src, FusionKernel& k) {
     const int64_t rows = group_.reduction.outer, k_len = group_.reduction.reduced;
     const int64_t n = group_.elements;
     const int tpr = k_len <= 1024 ? 32 : kBlock;
     const int rpb = kBlock / tpr;
     const int v = vector_width(n);
+    // Long rows and few of them: split each row over several blocks, each sweeping its part at
+    // least 4 times, until there are about 1024 blocks.
+    const int64_t sweep = int64_t{kBlock} * v;
+    const int64_t splits =
+        tpr == kBlock ? std::max<int64_t>(1, std::min((k_len + 4 * sweep - 1) / (4 * sweep),
+                                                      (1024 + rows - 1) / rows))
+                      : 1;
+    const int64_t part = ((k_len + splits - 1) / splits + v - 1) / v * v;
     const ir::Value* operand = hero_->operands[0];
     const std::string value_t = c_type(hero_->result(0)->type.dtype);
-    src << "  using idx_t = " << index_type(n + int64_t{kBlock} * v) << ";\n"
+    src << "  using idx_t = " << index_type(n + sweep) << ";\n"
         << "  constexpr idx_t rows = " << rows << ", K = " << k_len << ";\n"
-        << "  constexpr int TPR = " << tpr << ", RPB = " << rpb << ", V = " << v << ";\n"
-        << "  const idx_t row = static_cast<idx_t>(blockIdx.x) * RPB + "
-           "static_cast<idx_t>(threadIdx.x) / TPR;\n"
-        << "  const idx_t t = static_cast<idx_t>(threadIdx.x) % TPR;\n"
-        << "  " << fold_type() << " fold;\n"
+        << "  constexpr int TPR = " << tpr << ", RPB = " << rpb << ", V = " << v << ";\n";
+    if (splits > 1)
+      src << "  constexpr idx_t S = " << splits << ", P = " << part << ";\n"
+          << "  const idx_t row = static_cast<idx_t>(blockIdx.x) / S;\n"
+          << "  const idx_t lo = static_cast<idx_t>(blockIdx.x) % S * P;\n"
+          << "  const idx_t hi = lo + P < K ? lo + P : K;\n";
+    else
+      src << "  const idx_t row = static_cast<idx_t>(blockIdx.x) * RPB + "
+             "static_cast<idx_t>(threadIdx.x) / TPR;\n"
+          << "  constexpr idx_t lo = 0, hi = K;\n";
+    src << "  const idx_t t = static_cast<idx_t>(threadIdx.x) % TPR;\n"
+        << "  " << fold_type() << " partial;\n"
         << "  if (row < rows) {\n"
-        << "    const idx_t end = row * K + K;\n"
-        << "    for (idx_t k0 = t * V; k0 < K; k0 += TPR * V) {\n"
+        << "    const idx_t end = row * K + hi;\n"
+        << "    for (idx_t k0 = lo + t * V; k0 < hi; k0 += TPR * V) {\n"
         << "      const idx_t base = row * K + k0;\n";
     std::ostringstream body;
     Scope s;
@@ -423,48 +471,67 @@ class Emitter {
     declare_output_arrays(s, n, v);
     body << "#pragma unroll\n"
          << "      for (int k = 0; k < V; ++k) {\n"
-         << "        if (k0 + k < K) {\n"
+         << "        if (k0 + k < hi) {\n"
          << "          const idx_t i = base + k;\n";
     s.indent = "          ";
     const std::string x = at(s, operand, "i");
-    body << s.indent << "fold.add(" << x << ");\n";
+    body << s.indent << "partial.add(" << x << ");\n";
     write_outputs(s, n, true);
     body << "        }\n      }\n";
     s.indent = "      ";
     store_output_arrays(s, n, v, "base", "end");
     src << body.str() << "    }\n  }\n";
     if (tpr == 32) {
-      src << "  fold.warp_merge(32);\n";
+      src << "  partial.warp_merge(32);\n";
     } else {
       src << "  __shared__ cujax::rtc::raw_t<" << value_t << "> fold_values[" << kBlock / 32
           << "];\n"
           << "  __shared__ bool fold_flags[" << kBlock / 32 << "];\n"
-          << "  cujax::rtc::block_merge<" << kBlock / 32 << ">(fold, fold_values, fold_flags);\n";
+          << "  cujax::rtc::block_merge<" << kBlock / 32
+          << ">(partial, fold_values, fold_flags);\n";
     }
     std::ostringstream tail;
-    tail << "  if (t == 0 && row < rows) {\n"
-         << "    const idx_t j = row;\n";
-    epilogue(tail, "    ", "fold");
+    if (splits > 1) {
+      split_tail(src, "static_cast<idx_t>(blockIdx.x)", "row", "t == 0", "t == 0", 1, value_t);
+      k.scratch_slots = rows * splits;
+      k.counters = rows;
+      tail << "    const idx_t j = row;\n";
+      epilogue(tail, "    ", "total");
+    } else {
+      src << "  if (t == 0 && row < rows) {\n";
+      tail << "    const idx_t j = row;\n";
+      epilogue(tail, "    ", "partial");
+    }
     src << tail.str() << "  }\n";
-    return static_cast<unsigned>((rows + rpb - 1) / rpb);
+    return static_cast<unsigned>(splits > 1 ? rows * splits : (rows + rpb - 1) / rpb);
   }
 
-  unsigned column(std::ostringstream& src) {
+  unsigned column(std::ostringstream& src, FusionKernel& k) {
     const auto& r = group_.reduction;
     const int64_t n = group_.elements;
     const int64_t col_blocks = (r.inner + 31) / 32;
+    const int64_t owners = r.outer * col_blocks;
+    constexpr int kRowsPerBlock = kBlock / 32;
+    // Few column blocks and long columns: split the rows over several blocks, each taking at
+    // least 64 rows, until there are about 512 blocks.
+    const int64_t splits =
+        std::max<int64_t>(1, std::min((r.reduced + 63) / 64, (512 + owners - 1) / owners));
+    const int64_t part = (r.reduced + splits - 1) / splits;
     const ir::Value* operand = hero_->operands[0];
     const std::string value_t = c_type(hero_->result(0)->type.dtype);
     src << "  using idx_t = " << index_type(n + kBlock) << ";\n"
         << "  constexpr idx_t R = " << r.reduced << ", I = " << r.inner << ", IB = " << col_blocks
-        << ";\n"
+        << ", S = " << splits << ", P = " << part << ";\n"
         << "  const idx_t tx = static_cast<idx_t>(threadIdx.x) % 32, ty = "
            "static_cast<idx_t>(threadIdx.x) / 32;\n"
-        << "  const idx_t o = static_cast<idx_t>(blockIdx.x) / IB;\n"
-        << "  const idx_t col = (static_cast<idx_t>(blockIdx.x) % IB) * 32 + tx;\n"
+        << "  const idx_t b = static_cast<idx_t>(blockIdx.x) / S;\n"
+        << "  const idx_t lo = static_cast<idx_t>(blockIdx.x) % S * P;\n"
+        << "  const idx_t hi = lo + P < R ? lo + P : R;\n"
+        << "  const idx_t o = b / IB;\n"
+        << "  const idx_t col = b % IB * 32 + tx;\n"
         << "  " << fold_type() << " fold;\n"
         << "  if (col < I) {\n"
-        << "    for (idx_t r = ty; r < R; r += " << kBlock / 32 << ") {\n"
+        << "    for (idx_t r = lo + ty; r < hi; r += " << kRowsPerBlock << ") {\n"
         << "      const idx_t i = (o * R + r) * I + col;\n";
     std::ostringstream body;
     Scope s;
@@ -475,22 +542,32 @@ class Emitter {
     body << s.indent << "fold.add(" << x << ");\n";
     write_outputs(s, n, false);
     src << body.str() << "    }\n  }\n"
-        << "  __shared__ cujax::rtc::raw_t<" << value_t << "> fold_values[" << kBlock / 32
+        << "  __shared__ cujax::rtc::raw_t<" << value_t << "> fold_values[" << kRowsPerBlock
         << "][32];\n"
-        << "  __shared__ bool fold_flags[" << kBlock / 32 << "][32];\n"
+        << "  __shared__ bool fold_flags[" << kRowsPerBlock << "][32];\n"
         << "  fold_values[ty][tx] = cujax::rtc::to_raw(fold.value);\n"
         << "  fold_flags[ty][tx] = fold.has;\n"
         << "  __syncthreads();\n"
-        << "  if (ty == 0 && col < I) {\n"
-        << "    " << fold_type() << " total;\n"
-        << "    for (int y = 0; y < " << kBlock / 32 << "; ++y)\n"
-        << "      total.merge(cujax::rtc::from_raw<" << value_t
-        << ">(fold_values[y][tx]), fold_flags[y][tx]);\n"
-        << "    const idx_t j = o * I + col;\n";
+        << "  " << fold_type() << " partial;\n"
+        << "  if (ty == 0)\n"
+        << "    for (int y = 0; y < " << kRowsPerBlock << "; ++y)\n"
+        << "      partial.merge(cujax::rtc::from_raw<" << value_t
+        << ">(fold_values[y][tx]), fold_flags[y][tx]);\n";
     std::ostringstream tail;
-    epilogue(tail, "    ", "total");
+    if (splits > 1) {
+      split_tail(src, "static_cast<idx_t>(blockIdx.x)", "b", "ty == 0", "ty == 0 && col < I", 32,
+                 value_t);
+      k.scratch_slots = owners * splits * 32;
+      k.counters = owners;
+      tail << "    const idx_t j = o * I + col;\n";
+      epilogue(tail, "    ", "total");
+    } else {
+      src << "  if (ty == 0 && col < I) {\n";
+      tail << "    const idx_t j = o * I + col;\n";
+      epilogue(tail, "    ", "partial");
+    }
     src << tail.str() << "  }\n";
-    return static_cast<unsigned>(r.outer * col_blocks);
+    return static_cast<unsigned>(owners * splits);
   }
 
   const ir::Block& block_;

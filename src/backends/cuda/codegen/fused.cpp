@@ -54,6 +54,15 @@ DeviceKernel launcher(std::shared_ptr<const FusionKernel> k, Device* d, cudaKern
       outs.push_back(d->allocate(p.dtype, p.shape));
       pointers.push_back(outs.back().data.get());
     }
+    std::shared_ptr<void> scratch, counters;  // freed in stream order after the kernel
+    if (k->scratch_slots > 0) {
+      scratch = d->allocate(static_cast<size_t>(k->scratch_slots) * 2 * sizeof(uint64_t));
+      const size_t counter_bytes = static_cast<size_t>(k->counters) * sizeof(unsigned);
+      counters = d->allocate(counter_bytes);
+      CUJAX_CUDA_CHECK(cudaMemsetAsync(counters.get(), 0, counter_bytes, d->stream()));
+      pointers.push_back(scratch.get());
+      pointers.push_back(counters.get());
+    }
     std::vector<void*> args(pointers.size());
     for (size_t i = 0; i < pointers.size(); ++i) args[i] = &pointers[i];
     CUJAX_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(k->grid),
