@@ -367,7 +367,7 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
   const size_t num_steps = block.ops.size() - (has_term ? 1 : 0);
   std::unordered_map<int, size_t> last_use;
   // Fusion groups become one generated kernel each, except a lone op with a kernel of its own.
-  const compiler::FusionPlan plan = codegen::fusion_enabled()
+  const compiler::FusionPlan plan = codegen::fusion_enabled(dev)
                                         ? compiler::plan_fusion(block, num_steps)
                                         : compiler::unfused_plan(num_steps);
   std::vector<bool> generate(plan.groups.size());

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -73,9 +74,15 @@ DeviceKernel launcher(std::shared_ptr<const FusionKernel> k, Device* d, cudaKern
 
 }  // namespace
 
-bool fusion_enabled() {
+bool fusion_enabled(const std::shared_ptr<Device>& device) {
   const char* env = std::getenv("CUJAX_CUDA_FUSION");
-  return !(env && std::string(env) == "0");
+  if (env && std::string(env) == "0") return false;
+  if (!device) return true;
+  static const std::string why = nvrtc_unavailable_reason();
+  if (why.empty()) return true;
+  static std::once_flag once;
+  std::call_once(once, [] { std::cerr << "cujax: fused kernels are off: " << why << "\n"; });
+  return false;
 }
 
 void compile_all(const std::vector<std::shared_ptr<const FusionKernel>>& kernels,

@@ -29,7 +29,9 @@ FusedKernels build_fused_kernels(const ir::Block& block, const compiler::FusionP
 void compile_all(const std::vector<std::shared_ptr<const FusionKernel>>& kernels,
                  const std::string& arch);
 
-// On unless CUJAX_CUDA_FUSION=0.
-bool fusion_enabled();
+// On unless CUJAX_CUDA_FUSION=0, or unless NVRTC cannot be loaded on a machine with a device
+// (said once on stderr; the ops then run as they would unfused). Without a device, kernels are
+// generated whether NVRTC is there or not.
+bool fusion_enabled(const std::shared_ptr<Device>& device);
 
 }  // namespace cujax::cuda::codegen

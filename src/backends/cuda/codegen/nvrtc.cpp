@@ -8,6 +8,7 @@
 
 #include "backends/cuda/driver/driver.h"
 #include "backends/cuda/library.h"
+#include "cujax/core/error.h"
 #include "cujax/core/sha256.h"
 
 namespace cujax::cuda::codegen {
@@ -62,6 +63,15 @@ std::atomic<int64_t> compiles{0};
 
 std::string arch_name(int major, int minor) {
   return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+std::string nvrtc_unavailable_reason() {
+  try {
+    nvrtc();
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
 }
 
 std::string nvrtc_version() {

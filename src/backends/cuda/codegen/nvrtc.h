@@ -20,6 +20,8 @@ extern const int kNumRtcHeaders;
 std::string arch_name(int major, int minor);
 // "13.0": the NVRTC library in use (loads it).
 std::string nvrtc_version();
+// Why NVRTC cannot be loaded, or "" when it can.
+std::string nvrtc_unavailable_reason();
 // A digest of everything besides the source and the architecture that decides a cubin: the
 // embedded headers and the compile options.
 const std::string& build_digest();
