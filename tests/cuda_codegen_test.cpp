@@ -3,7 +3,8 @@
 //    steps and the programs of fusion_programs.h compiles with NVRTC for sm_80 and sm_90;
 //  - the kernel cache: a second start compiles nothing, the architecture is part of the key;
 //  - the generated arithmetic: the same generated source, compiled by the host compiler over an
-//    emulated thread grid (codegen_emu/cuda_emu.h), against the CPU backend on random inputs.
+//    emulated thread grid (codegen_emu/cuda_emu.h), against the CPU backend on random inputs, for
+//    the fusions of fusion_programs.h, a small transformer's steps and the conformance programs.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -195,6 +196,18 @@ TEST(CudaCodegen, GeneratedArithmeticMatchesTheCpuBackendOnAnEmulatedGrid) {
   const auto steps = testutil::lower_steps(testutil::small_transformer(32, 8, 16), 2, 8);
   for (size_t i = 0; i < steps.modules.size(); ++i)
     add_checks(*steps.modules[i], steps.names[i] + " step", seen, checks);
+  // The fusions JAX's own programs give (their decompositions of acos, erf, ... in every type).
+  const fs::path conformance = conformance_dir();
+  if (fs::is_directory(conformance)) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(conformance))
+      if (e.path().extension() == ".mlir") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      owned.push_back(ir::parse_module(read_text(f)));
+      add_checks(*owned.back(), f.filename().string(), seen, checks);
+    }
+  }
   std::map<compiler::FusionKind, int> kinds;
   for (const Check& c : checks) ++kinds[c.kernel->kind];
   EXPECT_GT(kinds[compiler::FusionKind::Loop], 10);
