@@ -224,6 +224,34 @@ func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, t
                       "leaves");
 }
 
+TEST(FusionPlan, SiblingReductionsShareOneKernel) {
+  // Layer norm as nnx::LayerNorm computes it: mean(x) and mean(x^2) in one pass over x. The sum
+  // of y and the sum of y minus that sum both read y, but the second needs the first.
+  const Planned p = plan(R"(
+func.func @main(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  %x2 = stablehlo.multiply %x, %x : tensor<4x16xf32>
+  %s2 = stablehlo.reduce(%x2 init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  %sy = stablehlo.reduce(%y init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  %yb = stablehlo.broadcast_in_dim %sy, dims = [0] : (tensor<4xf32>) -> tensor<4x16xf32>
+  %c = stablehlo.subtract %y, %yb : tensor<4x16xf32>
+  %sc = stablehlo.reduce(%c init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  %v = stablehlo.subtract %s2, %s : tensor<4xf32>
+  return %v, %s, %sc : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+)");
+  ASSERT_EQ(p.plan.groups.size(), 3u);
+  const int both = group_of_op(p, "reduce", 0);
+  EXPECT_EQ(group_of_op(p, "reduce", 1), both);
+  EXPECT_EQ(p.plan.groups[both].heroes.size(), 2u);
+  EXPECT_EQ(p.plan.groups[both].inputs.size(), 1u);  // x, read once
+  EXPECT_EQ(group_of_op(p, "subtract", 1), both);    // s2 - s, the epilogue of both
+  EXPECT_NE(group_of_op(p, "reduce", 2), group_of_op(p, "reduce", 3));
+  expect_same_results(*p.module, p.plan, testutil::random_arguments(*p.module->lookup("main"), 6),
+                      "siblings");
+}
+
 // The fusion planner's element types per op must be the functors' (backends/common).
 TEST(FusionPlan, ElementTypesAgreeWithTheFunctors) {
   auto accepts = [](const std::string& op, DType t) {
@@ -267,7 +295,7 @@ TEST(FusionPlan, TransformerStepsKeepTheirResults) {
     size_t fused_ops = 0, reductions = 0;
     for (const auto& g : plan.groups) {
       fused_ops += g.ops.size();
-      reductions += g.hero >= 0;
+      reductions += !g.heroes.empty();
     }
     std::cout << steps.names[i] << ": " << block.ops.size() << " ops, " << plan.groups.size()
               << " fusions (" << reductions << " reductions) of " << fused_ops << " ops, "

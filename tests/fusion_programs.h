@@ -110,17 +110,22 @@ func.func @main(%a: tensor<3x4x5xbf16>, %v: tensor<4xbf16>, %h: tensor<3x4x5xf16
   return %m, %hd, %sel, %fin, %mask : tensor<3x4x5xbf16>, tensor<3x4x5xf16>, tensor<60xf32>, tensor<3x4x5xi1>, tensor<6x6xf32>
 }
 )",
-      // Few long rows and few long columns: split over several blocks.
+      // Few long rows and few long columns: split over several blocks, two reductions each.
       R"(
 func.func @main(%x: tensor<2x30000xf32>, %c: tensor<600x40xf32>) -> (tensor<2xf32>, tensor<40xf32>, tensor<600x40xf32>) {
   %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %e = stablehlo.exponential %x : tensor<2x30000xf32>
   %s = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<2x30000xf32>, tensor<f32>) -> tensor<2xf32>
+  %mx = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<2x30000xf32>, tensor<f32>) -> tensor<2xf32>
   %l = stablehlo.log %s : tensor<2xf32>
+  %lm = stablehlo.subtract %l, %mx : tensor<2xf32>
   %cc = stablehlo.multiply %c, %c : tensor<600x40xf32>
   %cs = stablehlo.reduce(%cc init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<600x40xf32>, tensor<f32>) -> tensor<40xf32>
+  %cm = stablehlo.reduce(%c init: %ninf) applies stablehlo.maximum across dimensions = [0] : (tensor<600x40xf32>, tensor<f32>) -> tensor<40xf32>
   %q = stablehlo.sqrt %cs : tensor<40xf32>
-  return %l, %q, %cc : tensor<2xf32>, tensor<40xf32>, tensor<600x40xf32>
+  %qm = stablehlo.add %q, %cm : tensor<40xf32>
+  return %lm, %qm, %cc : tensor<2xf32>, tensor<40xf32>, tensor<600x40xf32>
 }
 )",
       // Integers, booleans and f64.

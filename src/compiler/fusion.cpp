@@ -247,17 +247,19 @@ class Planner {
   FusionPlan run() {
     index_uses();
     for (size_t k = n_; k-- > 0;) visit(k);
+    merge_siblings();
     return finish();
   }
 
  private:
   struct Work {
     FusionKind kind = FusionKind::Loop;
-    int64_t elements = 0;      // loop: iteration count; reductions: the hero operand's
-    int64_t out_elements = 0;  // reductions: the hero result's
-    int hero = -1;
+    int64_t elements = 0;        // loop: iteration count; reductions: the hero operand's
+    int64_t out_elements = 0;    // reductions: the hero result's
+    std::vector<size_t> heroes;  // reductions: the reduce ops
     ReductionShape reduction;
     std::vector<size_t> members;
+    bool merged = false;  // into a sibling (merge_siblings)
   };
 
   const ir::Operation& op(size_t i) const { return *block_.ops[i]; }
@@ -305,7 +307,7 @@ class Planner {
     const Work& w = groups_[g];
     for (size_t u : users_[i]) {
       if (group_of_[u] != g) continue;
-      if (static_cast<int>(u) == w.hero) {
+      if (std::find(w.heroes.begin(), w.heroes.end(), u) != w.heroes.end()) {
         const ir::Operation& h = op(u);
         if (h.operands[0] == op(i).result(0)) s |= kInputSide;
         if (h.operands[1] == op(i).result(0)) s |= kEpilogueSide;  // the init, read when writing
@@ -332,15 +334,16 @@ class Planner {
                                                        : -1 - static_cast<int64_t>(i);
   }
 
-  // Whether giving op i to group g, where its users outside g read it, would make g depend on
-  // itself: some path from those users leads back into g. A search that grows past kMaxVisits
-  // nodes answers yes: a missed fusion, never a cycle, and planning stays linear.
-  bool makes_cycle(int g, size_t i) {
-    constexpr size_t kMaxVisits = 1024;
+  // Whether a path from the ops `from` leads into group g (through groups as wholes and
+  // ungrouped ops, ordered ops waiting for the one before them). A search that grows past
+  // `max_visits` nodes answers yes: a missed fusion, never a cycle.
+  bool reaches(const std::vector<size_t>& from, int g, size_t max_visits) const {
     std::unordered_set<int64_t> seen;
     std::vector<int64_t> todo;
-    for (size_t u : users_[i])
-      if (group_of_[u] != g && seen.insert(node(u)).second) todo.push_back(node(u));
+    for (size_t u : from) {
+      if (group_of_[u] == g && role_[u] != Role::Leaf) return true;
+      if (seen.insert(node(u)).second) todo.push_back(node(u));
+    }
     while (!todo.empty()) {
       const int64_t nd = todo.back();
       todo.pop_back();
@@ -350,16 +353,97 @@ class Planner {
       else
         ops.push_back(static_cast<size_t>(-1 - nd));
       for (size_t m : ops) {
+        if (role_[m] == Role::Leaf) continue;  // copied into each reader: no dependency
         std::vector<size_t> next = users_[m];
         if (nd < 0 && next_ordered_[m] < n_) next.push_back(next_ordered_[m]);
         for (size_t u : next) {
           if (group_of_[u] == g && role_[u] != Role::Leaf) return true;
           if (seen.insert(node(u)).second) todo.push_back(node(u));
-          if (seen.size() > kMaxVisits) return true;
+          if (seen.size() > max_visits) return true;
         }
       }
     }
     return false;
+  }
+
+  // Whether giving op i to group g, where its users outside g read it, would make g depend on
+  // itself. Asked for most ops, so the search is bounded and planning stays linear.
+  bool makes_cycle(int g, size_t i) const {
+    std::vector<size_t> outside;
+    for (size_t u : users_[i])
+      if (group_of_[u] != g) outside.push_back(u);
+    return reaches(outside, g, 1024);
+  }
+
+  // The values group g reads from outside.
+  std::unordered_set<const ir::Value*> reads_of(int g) const {
+    std::unordered_set<const ir::Value*> out;
+    for (size_t m : groups_[g].members)
+      for (const ir::Value* v : op(m).operands) {
+        auto it = defined_by_.find(v);
+        if (it != defined_by_.end() && role_[it->second] == Role::Leaf) continue;
+        if (it == defined_by_.end() || group_of_[it->second] != g) out.insert(v);
+      }
+    return out;
+  }
+
+  // Reductions of the same fold that read a common value become one kernel with several heroes
+  // (layer norm's sums of x and of x^2), when neither depends on the other.
+  void merge_siblings() {
+    for (size_t a = 0; a < groups_.size(); ++a) {
+      if (groups_[a].heroes.empty()) continue;
+      for (size_t b = a + 1; b < groups_.size(); ++b) {
+        Work& wa = groups_[a];
+        Work& wb = groups_[b];
+        if (wb.heroes.empty() || wa.kind != wb.kind || wa.elements != wb.elements ||
+            wa.out_elements != wb.out_elements || !(wa.reduction == wb.reduction) ||
+            wa.members.size() + wb.members.size() > kMaxMembers)
+          continue;
+        // Worth one kernel when they read a common value, or one reads the other's.
+        const auto ra = reads_of(static_cast<int>(a));
+        const auto rb = reads_of(static_cast<int>(b));
+        auto made_by = [&](const ir::Value* v, size_t g) {
+          auto it = defined_by_.find(v);
+          return it != defined_by_.end() && group_of_[it->second] == static_cast<int>(g);
+        };
+        const bool related =
+            std::any_of(ra.begin(), ra.end(),
+                        [&](const ir::Value* v) { return rb.count(v) || made_by(v, b); }) ||
+            std::any_of(rb.begin(), rb.end(), [&](const ir::Value* v) { return made_by(v, a); });
+        if (!related) continue;
+        // What one reads of the other: values of its reading phase can be computed anywhere;
+        // a reduction's result and its epilogue exist only in the other's epilogue.
+        auto reads_fit = [&](size_t from, size_t to) {
+          for (size_t m : groups_[from].members)
+            if (role_[m] != Role::Leaf && side_[m] == kEpilogueSide)
+              for (size_t u : users_[m])
+                if (group_of_[u] == static_cast<int>(to) && side_[u] != kEpilogueSide) return false;
+          return true;
+        };
+        auto outside_users = [&](size_t g, size_t other) {
+          std::vector<size_t> out;
+          for (size_t m : groups_[g].members)
+            if (role_[m] != Role::Leaf)
+              for (size_t u : users_[m])
+                if (group_of_[u] != static_cast<int>(g) && group_of_[u] != static_cast<int>(other))
+                  out.push_back(u);
+          return out;
+        };
+        if (!reads_fit(a, b) || !reads_fit(b, a) ||
+            reaches(outside_users(a, b), static_cast<int>(b), n_) ||
+            reaches(outside_users(b, a), static_cast<int>(a), n_))
+          continue;
+        for (size_t m : wb.members) {
+          if (std::find(wa.members.begin(), wa.members.end(), m) == wa.members.end())
+            wa.members.push_back(m);
+          if (group_of_[m] == static_cast<int>(b)) group_of_[m] = static_cast<int>(a);
+        }
+        wa.heroes.insert(wa.heroes.end(), wb.heroes.begin(), wb.heroes.end());
+        wb.members.clear();
+        wb.heroes.clear();
+        wb.merged = true;
+      }
+    }
   }
 
   void join(int g, size_t i, uint8_t side) {
@@ -451,7 +535,7 @@ class Planner {
         w.kind = kind;
         w.out_elements = count(i);
         w.elements = in_count;
-        w.hero = static_cast<int>(i);
+        w.heroes = {i};
         w.reduction = shape;
         join(target, i, kEpilogueSide);
         return;
@@ -461,28 +545,36 @@ class Planner {
     Work& w = groups_[g];
     w.out_elements = count(i);
     w.elements = in_count;
-    w.hero = static_cast<int>(i);
+    w.heroes = {i};
     w.reduction = shape;
     side_[i] = kEpilogueSide;
   }
 
   FusionPlan finish() {
     FusionPlan plan;
+    std::vector<int> number(groups_.size(), -1);  // merged groups are dropped
+    for (size_t g = 0, k = 0; g < groups_.size(); ++g)
+      if (!groups_[g].merged) number[g] = static_cast<int>(k++);
+    for (int& g : group_of_)
+      if (g >= 0) g = number[g];
     std::vector<int> stamp(n_, -1);
     for (size_t g = 0; g < groups_.size(); ++g) {
       Work& w = groups_[g];
+      if (w.merged) continue;
       std::sort(w.members.begin(), w.members.end());
+      std::sort(w.heroes.begin(), w.heroes.end());
       FusionGroup out;
       out.kind = w.kind;
       out.ops = w.members;
-      out.hero = w.hero;
+      out.heroes = w.heroes;
       out.reduction = w.reduction;
       out.elements = w.elements;
-      for (size_t m : w.members) stamp[m] = static_cast<int>(g);
+      const int id = number[g];
+      for (size_t m : w.members) stamp[m] = id;
       for (size_t m : w.members)
         for (const ir::Value* v : op(m).operands) {
           auto it = defined_by_.find(v);
-          const bool inside = it != defined_by_.end() && stamp[it->second] == static_cast<int>(g);
+          const bool inside = it != defined_by_.end() && stamp[it->second] == id;
           if (!inside && std::find(out.inputs.begin(), out.inputs.end(), v) == out.inputs.end())
             out.inputs.push_back(v);
         }
@@ -490,7 +582,7 @@ class Planner {
         if (role_[m] == Role::Leaf) continue;
         bool used_outside = returned_[m];
         for (size_t u : users_[m])
-          if (stamp[u] != static_cast<int>(g) || role_[u] == Role::Leaf) used_outside = true;
+          if (stamp[u] != id || role_[u] == Role::Leaf) used_outside = true;
         if (used_outside) out.outputs.push_back(op(m).result(0));
       }
       plan.groups.push_back(std::move(out));

@@ -1,9 +1,11 @@
 // Fusion planning on StableHLO, decided once for every backend that emits fused kernels.
 //
 // A fusion group is a set of ops of one block computed by one kernel: element-wise ops,
-// converts, broadcast_in_dim, reshape, splat constants and iota around at most one reduction
-// (the group's "hero", as XLA calls it). Values inside a group never reach memory, except the
-// group's outputs: the values that ops outside it (or the block's return) read.
+// converts, broadcast_in_dim, reshape, splat constants and iota around reductions of one shape
+// (the group's "heroes", as XLA calls them; several only when they read a common value and
+// neither depends on the other, as layer norm's sums of x and x^2). Values inside a group never
+// reach memory, except the group's outputs: the values that ops outside it (or the block's return)
+// read.
 //
 //   loop fusion            one thread per element of the outputs, which all have the group's
 //                          element count; smaller members (behind a broadcast) are recomputed
@@ -37,6 +39,7 @@ const char* fusion_kind_name(FusionKind kind);  // "loop", "row reduction", "col
 // are dropped and neighbours of the same kind merged. Row: inner == 1. Column: inner > 1.
 struct ReductionShape {
   int64_t outer = 1, reduced = 1, inner = 1;
+  bool operator==(const ReductionShape&) const = default;
 };
 
 struct FusionGroup {
@@ -44,7 +47,7 @@ struct FusionGroup {
   std::vector<size_t> ops;                // members in program order (constants/iota included)
   std::vector<const ir::Value*> inputs;   // read from outside, in first-use order
   std::vector<const ir::Value*> outputs;  // used after the group, in program order
-  int hero = -1;                          // the reduce op's index in the block, or -1
+  std::vector<size_t> heroes;             // reductions: the reduce ops (several when siblings)
   ReductionShape reduction;               // for reductions
   int64_t elements = 0;                   // loop: the outputs' element count; reductions: the
                                           // hero operand's

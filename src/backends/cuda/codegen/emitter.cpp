@@ -111,7 +111,7 @@ class Emitter {
     }
     for (size_t k = 0; k < group.inputs.size(); ++k) input_[group.inputs[k]] = k;
     for (size_t k = 0; k < group.outputs.size(); ++k) output_[group.outputs[k]] = k;
-    if (group.hero >= 0) hero_ = block.ops[group.hero].get();
+    for (size_t h : group.heroes) heroes_.push_back(block.ops[h].get());
   }
 
   FusionKernel run() {
@@ -175,7 +175,7 @@ class Emitter {
     std::string index;
     std::map<const ir::Value*, std::string> direct;
     std::map<std::string, std::string> memo;
-    std::string hero;
+    std::map<const ir::Operation*, std::string> heroes;  // results, in the epilogue
   };
 
   std::string fresh(const char* prefix) { return prefix + std::to_string(next_++); }
@@ -224,9 +224,11 @@ class Emitter {
       return define(s, t, "in" + std::to_string(it->second) + "[" + idx + "]");
     }
     const ir::Operation& op = op_of(v);
-    if (&op == hero_) {
-      if (s.hero.empty()) throw Error("codegen: the reduction's result is read before it exists");
-      return s.hero;
+    if (std::find(heroes_.begin(), heroes_.end(), &op) != heroes_.end()) {
+      auto h = s.heroes.find(&op);
+      if (h == s.heroes.end())
+        throw Error("codegen: a reduction's result is read before it exists");
+      return h->second;
     }
     const std::string& name = op.name;
     const Shape& shape = v->type.shape;
@@ -383,49 +385,77 @@ class Emitter {
     return static_cast<unsigned>(blocks);
   }
 
-  std::string fold_type() const {
-    return "cujax::rtc::Fold<cujax::ew::" + functors().at(compiler::reduction_body(*hero_)) + ", " +
-           c_type(hero_->result(0)->type.dtype) + ">";
+  std::string fold_type(size_t h) const {
+    return "cujax::rtc::Fold<cujax::ew::" + functors().at(compiler::reduction_body(*heroes_[h])) +
+           ", " + value_type(h) + ">";
+  }
+  std::string value_type(size_t h) const { return c_type(heroes_[h]->result(0)->type.dtype); }
+  static std::string fold_name(const std::string& base, size_t h) {
+    return base + std::to_string(h);
   }
 
-  // The epilogue at output index `j` (already defined): the hero's result from `fold`, then every
-  // output of the result's size.
+  // The epilogue at output index `j` (already defined): each hero's result from its fold
+  // `<fold><h>`, then every output of the results' size.
   void epilogue(std::ostringstream& body, const std::string& indent, const std::string& fold) {
     Scope e;
     e.out = &body;
     e.indent = indent;
     e.index = "j";
-    const std::string init = at(e, hero_->operands[1], "0");
-    e.hero = define(e, hero_->result(0)->type.dtype, fold + ".result(" + init + ")");
-    write_outputs(e, hero_->result(0)->type.num_elements(), false);
+    for (size_t h = 0; h < heroes_.size(); ++h) {
+      const std::string init = at(e, heroes_[h]->operands[1], "0");
+      e.heroes[heroes_[h]] = define(e, heroes_[h]->result(0)->type.dtype,
+                                    fold_name(fold, h) + ".result(" + init + ")");
+    }
+    write_outputs(e, heroes_[0]->result(0)->type.num_elements(), false);
   }
 
-  // Blocks that share one row (or column block) fold their partials through `scratch`; the last
-  // one to finish (counted in `counters`, zeroed per launch) folds them in part order and
-  // computes the epilogue, so the result does not depend on which block finishes last.
-  void split_tail(std::ostringstream& src, const std::string& slot, const std::string& owner,
-                  const std::string& writer, const std::string& reader, int lanes,
-                  const std::string& value_t) {
+  // The reading phase's folds: each hero's operand at `i` added to `<fold><h>`.
+  void fold_operands(Scope& s, std::ostringstream& body, const std::string& fold) {
+    for (size_t h = 0; h < heroes_.size(); ++h) {
+      const std::string x = at(s, heroes_[h]->operands[0], "i");
+      body << s.indent << fold_name(fold, h) << ".add(" << x << ");\n";
+    }
+  }
+
+  void declare_folds(std::ostringstream& src, const std::string& indent, const std::string& fold) {
+    for (size_t h = 0; h < heroes_.size(); ++h)
+      src << indent << fold_type(h) << " " << fold_name(fold, h) << ";\n";
+  }
+
+  // Blocks that share one row (or column block) fold their partials through `scratch` (per hero,
+  // values then flags, `slots` words each); the last one to finish (counted in `counters`, zeroed
+  // per launch) folds them in part order and computes the epilogue, so the result does not depend
+  // on which block finishes last.
+  void split_tail(std::ostringstream& src, const std::string& owner, const std::string& writer,
+                  const std::string& reader, int lanes) {
     const std::string lane = lanes == 1 ? "" : " * " + std::to_string(lanes) + " + tx";
+    const std::string slots = "static_cast<idx_t>(gridDim.x) * " + std::to_string(lanes);
     src << "  __shared__ bool last;\n"
-        << "  if (" << writer << ") {\n"
-        << "    scratch[" << slot << lane << "] = cujax::rtc::to_raw(partial.value);\n"
-        << "    scratch[static_cast<idx_t>(gridDim.x) * " << lanes << " + " << slot << lane
-        << "] = partial.has;\n"
-        << "    __threadfence();\n"
+        << "  if (" << writer << ") {\n";
+    for (size_t h = 0; h < heroes_.size(); ++h) {
+      const std::string base = std::to_string(2 * h) + " * " + slots;
+      src << "    scratch[" << base << " + static_cast<idx_t>(blockIdx.x)" << lane
+          << "] = cujax::rtc::to_raw(" << fold_name("partial", h) << ".value);\n"
+          << "    scratch[" << base << " + " << slots << " + static_cast<idx_t>(blockIdx.x)" << lane
+          << "] = " << fold_name("partial", h) << ".has;\n";
+    }
+    src << "    __threadfence();\n"
         << "  }\n"
         << "  __syncthreads();\n"
         << "  if (threadIdx.x == 0) last = atomicAdd(&counters[" << owner << "], 1u) == S - 1;\n"
         << "  __syncthreads();\n"
         << "  if (last && " << reader << ") {\n"
-        << "    const volatile unsigned long long* parts = scratch;\n"
-        << "    " << fold_type() << " total;\n"
-        << "    for (idx_t p = 0; p < S; ++p) {\n"
-        << "      const idx_t at = (" << owner << " * S + p)" << lane << ";\n"
-        << "      total.merge(cujax::rtc::from_raw<" << value_t
-        << ">(static_cast<cujax::rtc::raw_t<" << value_t
-        << ">>(parts[at])), parts[static_cast<idx_t>(gridDim.x) * " << lanes << " + at] != 0);\n"
-        << "    }\n";
+        << "    const volatile unsigned long long* parts = scratch;\n";
+    declare_folds(src, "    ", "total");
+    src << "    for (idx_t p = 0; p < S; ++p) {\n"
+        << "      const idx_t at = (" << owner << " * S + p)" << lane << ";\n";
+    for (size_t h = 0; h < heroes_.size(); ++h) {
+      const std::string base = std::to_string(2 * h) + " * " + slots;
+      src << "      " << fold_name("total", h) << ".merge(cujax::rtc::from_raw<" << value_type(h)
+          << ">(static_cast<cujax::rtc::raw_t<" << value_type(h) << ">>(parts[" << base
+          << " + at])), parts[" << base << " + " << slots << " + at] != 0);\n";
+    }
+    src << "    }\n";
   }
 
   unsigned row(std::ostringstream& src, FusionKernel& k) {
@@ -442,8 +472,6 @@ class Emitter {
                                                       (1024 + rows - 1) / rows))
                       : 1;
     const int64_t part = ((k_len + splits - 1) / splits + v - 1) / v * v;
-    const ir::Value* operand = hero_->operands[0];
-    const std::string value_t = c_type(hero_->result(0)->type.dtype);
     src << "  using idx_t = " << index_type(n + sweep) << ";\n"
         << "  constexpr idx_t rows = " << rows << ", K = " << k_len << ";\n"
         << "  constexpr int TPR = " << tpr << ", RPB = " << rpb << ", V = " << v << ";\n";
@@ -456,9 +484,9 @@ class Emitter {
       src << "  const idx_t row = static_cast<idx_t>(blockIdx.x) * RPB + "
              "static_cast<idx_t>(threadIdx.x) / TPR;\n"
           << "  constexpr idx_t lo = 0, hi = K;\n";
-    src << "  const idx_t t = static_cast<idx_t>(threadIdx.x) % TPR;\n"
-        << "  " << fold_type() << " partial;\n"
-        << "  if (row < rows) {\n"
+    src << "  const idx_t t = static_cast<idx_t>(threadIdx.x) % TPR;\n";
+    declare_folds(src, "  ", "partial");
+    src << "  if (row < rows) {\n"
         << "    const idx_t end = row * K + hi;\n"
         << "    for (idx_t k0 = lo + t * V; k0 < hi; k0 += TPR * V) {\n"
         << "      const idx_t base = row * K + k0;\n";
@@ -474,26 +502,29 @@ class Emitter {
          << "        if (k0 + k < hi) {\n"
          << "          const idx_t i = base + k;\n";
     s.indent = "          ";
-    const std::string x = at(s, operand, "i");
-    body << s.indent << "partial.add(" << x << ");\n";
+    fold_operands(s, body, "partial");
     write_outputs(s, n, true);
     body << "        }\n      }\n";
     s.indent = "      ";
     store_output_arrays(s, n, v, "base", "end");
     src << body.str() << "    }\n  }\n";
-    if (tpr == 32) {
-      src << "  partial.warp_merge(32);\n";
-    } else {
-      src << "  __shared__ cujax::rtc::raw_t<" << value_t << "> fold_values[" << kBlock / 32
-          << "];\n"
-          << "  __shared__ bool fold_flags[" << kBlock / 32 << "];\n"
-          << "  cujax::rtc::block_merge<" << kBlock / 32
-          << ">(partial, fold_values, fold_flags);\n";
+    for (size_t h = 0; h < heroes_.size(); ++h) {
+      const std::string f = fold_name("partial", h);
+      if (tpr == 32) {
+        src << "  " << f << ".warp_merge(32);\n";
+      } else {
+        src << "  {\n"
+            << "    __shared__ cujax::rtc::raw_t<" << value_type(h) << "> values[" << kBlock / 32
+            << "];\n"
+            << "    __shared__ bool flags[" << kBlock / 32 << "];\n"
+            << "    cujax::rtc::block_merge<" << kBlock / 32 << ">(" << f << ", values, flags);\n"
+            << "  }\n";
+      }
     }
     std::ostringstream tail;
     if (splits > 1) {
-      split_tail(src, "static_cast<idx_t>(blockIdx.x)", "row", "t == 0", "t == 0", 1, value_t);
-      k.scratch_slots = rows * splits;
+      split_tail(src, "row", "t == 0", "t == 0", 1);
+      k.scratch_slots = rows * splits * static_cast<int64_t>(heroes_.size());
       k.counters = rows;
       tail << "    const idx_t j = row;\n";
       epilogue(tail, "    ", "total");
@@ -517,8 +548,6 @@ class Emitter {
     const int64_t splits =
         std::max<int64_t>(1, std::min((r.reduced + 63) / 64, (512 + owners - 1) / owners));
     const int64_t part = (r.reduced + splits - 1) / splits;
-    const ir::Value* operand = hero_->operands[0];
-    const std::string value_t = c_type(hero_->result(0)->type.dtype);
     src << "  using idx_t = " << index_type(n + kBlock) << ";\n"
         << "  constexpr idx_t R = " << r.reduced << ", I = " << r.inner << ", IB = " << col_blocks
         << ", S = " << splits << ", P = " << part << ";\n"
@@ -528,9 +557,9 @@ class Emitter {
         << "  const idx_t lo = static_cast<idx_t>(blockIdx.x) % S * P;\n"
         << "  const idx_t hi = lo + P < R ? lo + P : R;\n"
         << "  const idx_t o = b / IB;\n"
-        << "  const idx_t col = b % IB * 32 + tx;\n"
-        << "  " << fold_type() << " fold;\n"
-        << "  if (col < I) {\n"
+        << "  const idx_t col = b % IB * 32 + tx;\n";
+    declare_folds(src, "  ", "fold");
+    src << "  if (col < I) {\n"
         << "    for (idx_t r = lo + ty; r < hi; r += " << kRowsPerBlock << ") {\n"
         << "      const idx_t i = (o * R + r) * I + col;\n";
     std::ostringstream body;
@@ -538,26 +567,28 @@ class Emitter {
     s.out = &body;
     s.indent = "      ";
     s.index = "i";
-    const std::string x = at(s, operand, "i");
-    body << s.indent << "fold.add(" << x << ");\n";
+    fold_operands(s, body, "fold");
     write_outputs(s, n, false);
-    src << body.str() << "    }\n  }\n"
-        << "  __shared__ cujax::rtc::raw_t<" << value_t << "> fold_values[" << kRowsPerBlock
-        << "][32];\n"
-        << "  __shared__ bool fold_flags[" << kRowsPerBlock << "][32];\n"
-        << "  fold_values[ty][tx] = cujax::rtc::to_raw(fold.value);\n"
-        << "  fold_flags[ty][tx] = fold.has;\n"
-        << "  __syncthreads();\n"
-        << "  " << fold_type() << " partial;\n"
-        << "  if (ty == 0)\n"
-        << "    for (int y = 0; y < " << kRowsPerBlock << "; ++y)\n"
-        << "      partial.merge(cujax::rtc::from_raw<" << value_t
-        << ">(fold_values[y][tx]), fold_flags[y][tx]);\n";
+    src << body.str() << "    }\n  }\n";
+    declare_folds(src, "  ", "partial");
+    for (size_t h = 0; h < heroes_.size(); ++h) {
+      const std::string t = value_type(h);
+      src << "  {\n"
+          << "    __shared__ cujax::rtc::raw_t<" << t << "> values[" << kRowsPerBlock << "][32];\n"
+          << "    __shared__ bool flags[" << kRowsPerBlock << "][32];\n"
+          << "    values[ty][tx] = cujax::rtc::to_raw(" << fold_name("fold", h) << ".value);\n"
+          << "    flags[ty][tx] = " << fold_name("fold", h) << ".has;\n"
+          << "    __syncthreads();\n"
+          << "    if (ty == 0)\n"
+          << "      for (int y = 0; y < " << kRowsPerBlock << "; ++y)\n"
+          << "        " << fold_name("partial", h) << ".merge(cujax::rtc::from_raw<" << t
+          << ">(values[y][tx]), flags[y][tx]);\n"
+          << "  }\n";
+    }
     std::ostringstream tail;
     if (splits > 1) {
-      split_tail(src, "static_cast<idx_t>(blockIdx.x)", "b", "ty == 0", "ty == 0 && col < I", 32,
-                 value_t);
-      k.scratch_slots = owners * splits * 32;
+      split_tail(src, "b", "ty == 0", "ty == 0 && col < I", 32);
+      k.scratch_slots = owners * splits * 32 * static_cast<int64_t>(heroes_.size());
       k.counters = owners;
       tail << "    const idx_t j = o * I + col;\n";
       epilogue(tail, "    ", "total");
@@ -572,7 +603,7 @@ class Emitter {
 
   const ir::Block& block_;
   const compiler::FusionGroup& group_;
-  const ir::Operation* hero_ = nullptr;
+  std::vector<const ir::Operation*> heroes_;
   std::unordered_map<const ir::Value*, const ir::Operation*> member_;
   std::unordered_map<const ir::Value*, size_t> input_, output_;
   int next_ = 0;
