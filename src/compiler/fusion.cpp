@@ -75,6 +75,8 @@ unsigned type_bit(DType t) {
 constexpr int64_t kMaxRank = 16;
 // A group stops growing here, so that kernels stay quick to compile.
 constexpr size_t kMaxMembers = 160;
+// Reductions folded by one kernel: each costs registers in every thread.
+constexpr size_t kMaxHeroes = 4;
 
 enum class Role { None, Elementwise, Broadcast, Reshape, Leaf, Reduce };
 
@@ -397,7 +399,8 @@ class Planner {
         Work& wb = groups_[b];
         if (wb.heroes.empty() || wa.kind != wb.kind || wa.elements != wb.elements ||
             wa.out_elements != wb.out_elements || !(wa.reduction == wb.reduction) ||
-            wa.members.size() + wb.members.size() > kMaxMembers)
+            wa.members.size() + wb.members.size() > kMaxMembers ||
+            wa.heroes.size() + wb.heroes.size() > kMaxHeroes)
           continue;
         // Worth one kernel when they read a common value, or one reads the other's.
         const auto ra = reads_of(static_cast<int>(a));

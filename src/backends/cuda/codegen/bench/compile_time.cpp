@@ -97,17 +97,24 @@ int main(int argc, char** argv) {
 
     // Cold, one kernel at a time: the time per kernel.
     std::vector<double> each;
+    double slowest = 0;
+    std::string slowest_kernel;
     t0 = std::chrono::steady_clock::now();
     for (const auto& k : unique) {
       const auto t1 = std::chrono::steady_clock::now();
       cg::compile_cubin(k->source, arch);
       each.push_back(seconds_since(t1));
+      if (each.back() > slowest) {
+        slowest = each.back();
+        slowest_kernel = k->name + " (" + k->description.substr(0, 120) + ")";
+      }
     }
     const double serial_s = seconds_since(t0);
     std::sort(each.begin(), each.end());
     std::printf(
         "cold, one at a time: %.2f s total; per kernel min %.3f s, median %.3f s, max %.3f s\n",
         serial_s, each.front(), each[each.size() / 2], each.back());
+    std::printf("slowest: %s\n", slowest_kernel.c_str());
 
     // Cold, as compile_program does it: all kernels at once, through the cache.
     t0 = std::chrono::steady_clock::now();
