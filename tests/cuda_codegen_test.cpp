@@ -168,7 +168,7 @@ void* build_emulation(const std::vector<Check>& checks, const fs::path& dir) {
   src.close();
   const std::string root = CUJAX_SOURCE_DIR;
   const std::string cmd = std::string(CUJAX_HOST_CXX) +
-                          " -std=c++20 -O1 -fPIC -shared -w -ffp-contract=off -fno-strict-aliasing"
+                          " -std=c++20 -O0 -fPIC -shared -w -ffp-contract=off -fno-strict-aliasing"
                           " -I" +
                           root + "/src -I" + root + "/include -include " + root +
                           "/tests/codegen_emu/cuda_emu.h " + (dir / "kernels.cpp").string() +
