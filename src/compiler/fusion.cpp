@@ -591,10 +591,6 @@ class Planner {
       plan.groups.push_back(std::move(out));
     }
     plan.group_of = group_of_;
-    for (size_t i = 0; i < n_; ++i)
-      if (role_[i] == Role::Leaf) {
-        plan.group_of[i] = group_of_[i];
-      }
     plan.standalone.assign(n_, false);
     for (size_t i = 0; i < n_; ++i)
       plan.standalone[i] = role_[i] == Role::Leaf ? standalone_[i] : group_of_[i] < 0;

@@ -21,7 +21,9 @@
 // group of its users when all of them are in that group, or, as an extra output, when it has the
 // group's element count and joining cannot make the groups depend on each other in a cycle.
 // Splat constants and iota have no operands, so they are copied into every group that reads
-// them. schedule() orders groups and the remaining ops so that every value exists before use.
+// them. Reductions of the same fold that read a common value then merge into one group when
+// neither needs the other's result before its epilogue. The plan's schedule orders groups and
+// the remaining ops so that every value exists before use.
 #pragma once
 
 #include <cstdint>
