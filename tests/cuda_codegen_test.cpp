@@ -196,6 +196,10 @@ TEST(CudaCodegen, GeneratedArithmeticMatchesTheCpuBackendOnAnEmulatedGrid) {
   const auto steps = testutil::lower_steps(testutil::small_transformer(32, 8, 16), 2, 8);
   for (size_t i = 0; i < steps.modules.size(); ++i)
     add_checks(*steps.modules[i], steps.names[i] + " step", seen, checks);
+  // The tiny config's widths (128 features, 4 heads, a 256-token vocabulary) on a short batch.
+  const auto tiny = testutil::lower_steps(models::tiny_config(), 2, 16);
+  for (size_t i = 0; i < tiny.modules.size(); ++i)
+    add_checks(*tiny.modules[i], "tiny " + tiny.names[i] + " step", seen, checks);
   // The fusions JAX's own programs give (their decompositions of acos, erf, ... in every type).
   const fs::path conformance = conformance_dir();
   if (fs::is_directory(conformance)) {
