@@ -16,8 +16,33 @@ set(CMAKE_CUDA_STANDARD 20)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 
 file(GLOB CUJAX_CUDA_BACKEND_SOURCES CONFIGURE_DEPENDS
-     ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cpp ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cu)
+     ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cpp ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cu
+     ${PROJECT_SOURCE_DIR}/src/backends/cuda/codegen/*.cpp)
 target_sources(cujax PRIVATE ${CUJAX_CUDA_BACKEND_SOURCES})
+# The headers NVRTC compiles generated kernels with, embedded as string literals (include name =
+# file), so that device code and the CPU backend share the same math.
+set(CUJAX_RTC_DIR ${PROJECT_SOURCE_DIR}/src/backends/cuda/codegen/rtc)
+set(CUJAX_RTC_HEADERS
+    "cujax/core/half.h=${PROJECT_SOURCE_DIR}/include/cujax/core/half.h"
+    "backends/common/elementwise.h=${PROJECT_SOURCE_DIR}/src/backends/common/elementwise.h"
+    "backends/common/index.h=${PROJECT_SOURCE_DIR}/src/backends/common/index.h"
+    "backends/cuda/codegen/rtc/prelude.h=${CUJAX_RTC_DIR}/prelude.h"
+    "bit=${CUJAX_RTC_DIR}/std/bit" "cmath=${CUJAX_RTC_DIR}/std/cmath"
+    "cstdint=${CUJAX_RTC_DIR}/std/cstdint" "type_traits=${CUJAX_RTC_DIR}/std/type_traits")
+set(CUJAX_RTC_FILES)
+foreach(pair ${CUJAX_RTC_HEADERS})
+  string(REGEX REPLACE "^[^=]*=" "" path "${pair}")
+  list(APPEND CUJAX_RTC_FILES ${path})
+endforeach()
+string(REPLACE ";" "|" CUJAX_RTC_PAIRS "${CUJAX_RTC_HEADERS}")
+set(CUJAX_RTC_EMBEDDED ${CMAKE_BINARY_DIR}/generated/rtc_headers.cpp)
+add_custom_command(
+  OUTPUT ${CUJAX_RTC_EMBEDDED}
+  COMMAND ${CMAKE_COMMAND} -DOUTPUT=${CUJAX_RTC_EMBEDDED} "-DHEADERS=${CUJAX_RTC_PAIRS}"
+          -P ${PROJECT_SOURCE_DIR}/cmake/embed_headers.cmake
+  DEPENDS ${CUJAX_RTC_FILES} ${PROJECT_SOURCE_DIR}/cmake/embed_headers.cmake
+  COMMENT "Embedding the NVRTC headers" VERBATIM)
+target_sources(cujax PRIVATE ${CUJAX_RTC_EMBEDDED})
 set_target_properties(cujax PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
 target_compile_options(cujax PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra --Werror=all-warnings>)
@@ -43,3 +68,8 @@ set(CUJAX_CUDA_BUILD ON)
 add_executable(cuda_bench ${PROJECT_SOURCE_DIR}/src/backends/cuda/bench/cuda_bench.cpp)
 target_include_directories(cuda_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(cuda_bench PRIVATE cujax CUDA::cublas)
+
+# Cold and warm compile times of a training step's generated kernels (docs/performance.md).
+add_executable(codegen_compile_time ${PROJECT_SOURCE_DIR}/src/backends/cuda/codegen/bench/compile_time.cpp)
+target_include_directories(codegen_compile_time PRIVATE ${PROJECT_SOURCE_DIR}/src ${CUDAToolkit_INCLUDE_DIRS})
+target_link_libraries(codegen_compile_time PRIVATE cujax)

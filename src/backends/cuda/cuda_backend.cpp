@@ -12,6 +12,7 @@
 
 #include "backends/common/copy_plan.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cuda/codegen/fused.h"
 #include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device.h"
@@ -19,6 +20,7 @@
 #include "backends/cuda/op_kernels.h"
 #include "backends/cuda/program.h"
 #include "backends/cuda/spmd.h"
+#include "compiler/fusion.h"
 
 namespace cujax::cuda {
 
@@ -39,6 +41,7 @@ struct Program {
   std::vector<ir::Type> slot_types;  // of the steps' results (argument slots left default)
   int num_slots = 0;
   std::vector<HostFallbackOp> fallbacks;  // nested programs' included
+  std::vector<std::shared_ptr<const codegen::FusionKernel>> kernels;  // generated, one per fusion
 };
 
 namespace {
@@ -392,7 +395,38 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
   const size_t num_steps = block.ops.size() - (has_term ? 1 : 0);
   const runtime::HostFallback fallback = runtime::host_fallback(options);
   std::unordered_map<int, size_t> last_use;
-  for (size_t i = 0; i < num_steps; ++i) {
+  // Fusion groups become one generated kernel each, except a lone op with a kernel of its own.
+  const compiler::FusionPlan plan = codegen::fusion_enabled(dev)
+                                        ? compiler::plan_fusion(block, num_steps)
+                                        : compiler::unfused_plan(num_steps);
+  std::vector<bool> generate(plan.groups.size());
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    generate[g] =
+        plan.groups[g].ops.size() > 1 || !device_kernel(*block.ops[plan.groups[g].ops[0]], dev);
+  const codegen::FusedKernels fused = codegen::build_fused_kernels(block, plan, generate, dev);
+  for (const compiler::FusionPlan::Item& item : plan.schedule) {
+    size_t i = item.op;
+    if (item.group >= 0 && generate[item.group]) {
+      const compiler::FusionGroup& group = plan.groups[item.group];
+      const ir::Operation& first = *block.ops[group.ops[0]];
+      Step step;
+      step.where = first.where() + " (" + fused.kernels[item.group]->name + ", " +
+                   fused.kernels[item.group]->description + ")";
+      step.device = fused.launchers[item.group];
+      for (const ir::Value* v : group.inputs) {
+        step.inputs.push_back(slot(first, v));
+        last_use[step.inputs.back()] = program->steps.size();
+      }
+      for (const ir::Value* v : group.outputs) {
+        step.outputs.push_back(new_slot(v));
+        program->slot_types.resize(program->num_slots);
+        program->slot_types.back() = v->type;
+      }
+      program->kernels.push_back(fused.kernels[item.group]);
+      program->steps.push_back(std::move(step));
+      continue;
+    }
+    if (item.group >= 0) i = plan.groups[item.group].ops[0];
     const ir::Operation& op = *block.ops[i];
     Step step;
     step.where = op.where();
@@ -425,7 +459,7 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
                                 nested->fallbacks.end());
     for (const ir::Value* v : uses) {
       step.inputs.push_back(slot(op, v));
-      last_use[step.inputs.back()] = i;
+      last_use[step.inputs.back()] = program->steps.size();
     }
     for (const auto& r : op.results) {
       step.outputs.push_back(new_slot(r.get()));
@@ -558,6 +592,11 @@ int64_t peak_buffer_bytes(const Program& p) {
           r < static_cast<int>(p.arg_slots.size()) ? bytes(p.arg_types[r]) : bytes(p.slot_types[r]);
   }
   return peak;
+}
+
+const std::vector<std::shared_ptr<const codegen::FusionKernel>>& fusion_kernels(
+    const Program& program) {
+  return program.kernels;
 }
 
 void check_arguments(const Program& program, std::span<const runtime::DeviceBuffer> args,

@@ -18,6 +18,10 @@ class Compiler;
 
 namespace cujax::cuda {
 
+namespace codegen {
+struct FusionKernel;
+}
+
 struct Program;
 
 using DeviceKernel = std::function<std::vector<DeviceArray>(std::span<const DeviceArray>)>;
@@ -64,6 +68,10 @@ std::shared_ptr<const runtime::DeviceEvent> stream_event(Device& device);
 // How many of the program's ops run on the host (no CUDA kernel for their types/attributes),
 // nested programs (loop bodies, branches, callees) included; check.* assertions not counted.
 int host_steps(const Program& program);
+// The kernels generated for the program's fusions (codegen/emitter.h), in step order; compiled
+// for the device when there is one (codegen::compile_all compiles them for any architecture).
+const std::vector<std::shared_ptr<const codegen::FusionKernel>>& fusion_kernels(
+    const Program& program);
 
 // An op that runs on the host: its name and location ("stablehlo.foo at 3:5").
 struct HostFallbackOp {
