@@ -38,7 +38,8 @@ int compile_command(const std::vector<std::string>& argv) {
   ss << in.rdbuf();
   const auto module = ir::parse_module(ss.str());
   const std::string entry = args.string("entry", "main");
-  const runtime::CompileReport r = runtime::compile_report(platform, *module, entry);
+  const runtime::CompileReport r =
+      runtime::compile_report(platform, *module, entry, arch ? *arch : "");
 
   std::printf("%s: @%s compiled for %s%s\n", path.c_str(), entry.c_str(), platform.c_str(),
               arch ? (" (" + *arch + ")").c_str() : "");
@@ -51,6 +52,12 @@ int compile_command(const std::vector<std::string>& argv) {
     device += s.compare(s.find_first_not_of(' '), 6, "device") == 0;
   std::printf("steps (%zu, %d on the device; nested programs indented):\n", r.steps.size(), device);
   for (const std::string& s : r.steps) std::printf("  %s\n", s.c_str());
+  std::printf("fusions: %d steps launching %zu distinct generated kernels\n", r.fusion_steps,
+              r.kernels.size());
+  for (const auto& k : r.kernels) std::printf("  %s  %s\n", k.name.c_str(), k.description.c_str());
+  if (arch)
+    std::printf("kernels compiled for %s with NVRTC in %.2f s (kernel cache included)\n",
+                arch->c_str(), r.kernel_compile_seconds);
   std::printf("peak buffer size: %s (%lld bytes, arguments included)\n",
               mib(r.peak_buffer_bytes).c_str(), static_cast<long long>(r.peak_buffer_bytes));
   if (r.host_fallbacks.empty()) {

@@ -41,7 +41,8 @@ struct Program {
   std::vector<ir::Type> slot_types;  // of the steps' results (argument slots left default)
   int num_slots = 0;
   std::vector<HostFallbackOp> fallbacks;  // nested programs' included
-  std::vector<std::shared_ptr<const codegen::FusionKernel>> kernels;  // generated, one per fusion
+  // Generated, one per fusion step (nested programs' included).
+  std::vector<std::shared_ptr<const codegen::FusionKernel>> kernels;
 };
 
 namespace {
@@ -454,9 +455,12 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     // and the device control-flow kernels pass them on to the regions).
     if (!op.regions.empty())
       for (const ir::Value* v : cpu::captured_values(op)) uses.push_back(v);
-    for (const auto& nested : step.nested)
+    for (const auto& nested : step.nested) {
       program->fallbacks.insert(program->fallbacks.end(), nested->fallbacks.begin(),
                                 nested->fallbacks.end());
+      program->kernels.insert(program->kernels.end(), nested->kernels.begin(),
+                              nested->kernels.end());
+    }
     for (const ir::Value* v : uses) {
       step.inputs.push_back(slot(op, v));
       last_use[step.inputs.back()] = program->steps.size();
