@@ -47,6 +47,7 @@ CompileReport compile_report(std::string_view platform, const ir::Module& module
   }
   return r;
 #else
+  (void)arch;  // only cuda builds generate kernels
   throw Error("platform 'cuda': " + unavailable_reason("cuda"));
 #endif
 }
