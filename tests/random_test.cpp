@@ -509,3 +509,23 @@ TEST(Keys, PartitionableKeysTheJitCache) {
   EXPECT_EQ(u32s(f(key)), on);
   EXPECT_EQ(f.compile_count(), 2);
 }
+
+// A repeated jitted call skips building its signature, but not past a flipped setting: the
+// counter layout changes what random functions trace, so the function compiles again and gives
+// each layout's numbers.
+TEST(Jit, RepeatedCallsNoticeAChangedThreefrySetting) {
+  auto f = cujax::jit([](const Array& key) { return jr::bits(key, {4}); });
+  const Array key = jr::PRNGKey(7);
+  const auto on = u32s(f(key));
+  EXPECT_EQ(u32s(f(key)), on);
+  EXPECT_EQ(f.compile_count(), 1);
+  {
+    jr::ThreefryPartitionableScope off(false);
+    const auto off_bits = u32s(f(key));
+    EXPECT_EQ(f.compile_count(), 2);
+    EXPECT_EQ(off_bits, u32s(jr::bits(key, {4})));
+    EXPECT_NE(off_bits, on);
+  }
+  EXPECT_EQ(u32s(f(key)), on);
+  EXPECT_EQ(f.compile_count(), 2);
+}

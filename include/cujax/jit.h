@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -104,6 +105,10 @@ struct Signature {
 void register_trace_setting(const std::string& name, std::function<std::string()> value);
 // "name=value;..." of the registered settings, in name order.
 std::string trace_settings();
+// Whoever changes a registered setting's value calls this, so that calls which skip building
+// their signature (JitCore::repeat) notice the change.
+void trace_setting_changed();
+uint64_t trace_settings_generation();
 
 // A compiled program with its calling convention.
 struct CompiledProgram {
@@ -153,6 +158,11 @@ class JitCore {
     if (!last_ || !last_->spmd) return std::nullopt;
     return last_->spmd->last_stats();
   }
+  // The fast path of a call whose arguments are all Arrays: the entry of the previous call when
+  // each argument has the same aval and sharding and no trace setting changed since, else
+  // nullptr (the caller then builds the signature). remember() records a call for it.
+  const Entry* repeat(std::span<const Array* const> args) const;
+  void remember(std::span<const Array* const> args, const Entry* entry);
   // Per dynamic leaf: whether its argument is in donate_argnums.
   std::vector<bool> donated_leaves(const Signature& sig) const;
   // "argument x: f32[32,128] -> f32[17,128]" against the closest previous signature.
@@ -163,6 +173,12 @@ class JitCore {
   std::map<std::string, Entry> cache_;
   std::vector<Signature> seen_;
   int64_t compile_count_ = 0;
+  struct Repeat {
+    std::vector<ShapeDtype> avals;
+    std::vector<std::shared_ptr<const Sharding>> shardings;
+    uint64_t settings_generation = 0;
+    const Entry* entry = nullptr;
+  } repeat_;
   std::shared_ptr<const CompiledProgram> last_;
 };
 
@@ -352,6 +368,15 @@ class Jitted {
     using Out = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
     // Inside another trace, a jitted function is inlined into the outer program.
     if (trace::current_trace()) return Out(fn_(args...));
+    constexpr bool all_arrays = (std::is_same_v<Args, Array> && ...);
+    if constexpr (all_arrays && sizeof...(Args) > 0) {
+      const Array* list[] = {&args...};
+      if (const trace::JitCore::Entry* e = core_->repeat(list)) {
+        core_->set_last(e->program);
+        return tree_unflatten(std::any_cast<const Out&>(e->out_structure),
+                              trace::execute(*e->program, {args...}));
+      }
+    }
     std::tuple<Args...> tuple(args...);
     std::vector<Array> leaves;
     std::vector<std::string> paths;
@@ -372,6 +397,10 @@ class Jitted {
     std::vector<Array> dynamic;
     for (size_t i = 0; i < leaves.size(); ++i)
       if (!sig.static_leaf[i]) dynamic.push_back(leaves[i]);
+    if constexpr (all_arrays && sizeof...(Args) > 0) {
+      const Array* list[] = {&args...};
+      core_->remember(list, entry);
+    }
     core_->set_last(entry->program);
     return tree_unflatten(std::any_cast<const Out&>(entry->out_structure),
                           trace::execute(*entry->program, dynamic));

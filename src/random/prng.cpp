@@ -202,15 +202,18 @@ Array nextafter(const Array& x, bool up) {
 
 void set_threefry_partitionable(bool on) {
   g_partitionable = on;
+  trace::trace_setting_changed();
 }
 bool threefry_partitionable() {
   return g_partitionable;
 }
 ThreefryPartitionableScope::ThreefryPartitionableScope(bool on) : saved_(g_partitionable) {
   g_partitionable = on;
+  trace::trace_setting_changed();
 }
 ThreefryPartitionableScope::~ThreefryPartitionableScope() {
   g_partitionable = saved_;
+  trace::trace_setting_changed();
 }
 
 Array key_from_seed(uint32_t hi, uint32_t lo) {

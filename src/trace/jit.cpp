@@ -135,6 +135,17 @@ void register_trace_setting(const std::string& name, std::function<std::string()
   settings()[name] = std::move(value);
 }
 
+namespace {
+std::atomic<uint64_t> settings_generation{0};
+}  // namespace
+
+void trace_setting_changed() {
+  ++settings_generation;
+}
+uint64_t trace_settings_generation() {
+  return settings_generation.load(std::memory_order_acquire);
+}
+
 std::string trace_settings() {
   std::lock_guard<std::mutex> lock(settings_mu());
   std::string out;
@@ -190,6 +201,34 @@ std::vector<bool> JitCore::donated_leaves(const Signature& sig) const {
     donated.push_back(d);
   }
   return donated;
+}
+
+const JitCore::Entry* JitCore::repeat(std::span<const Array* const> args) const {
+  const Repeat& r = repeat_;
+  if (!r.entry || args.size() != r.avals.size() ||
+      r.settings_generation != trace_settings_generation())
+    return nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Array& a = *args[i];
+    if (!a.valid() || a.is_tracer() || !(a.aval() == r.avals[i]) ||
+        a.impl()->sharding != r.shardings[i])
+      return nullptr;
+  }
+  return r.entry;
+}
+
+void JitCore::remember(std::span<const Array* const> args, const Entry* entry) {
+  // Static arguments key the cache by value: those calls always build their signature.
+  if (!options_.static_argnums.empty()) return;
+  repeat_.avals.clear();
+  repeat_.shardings.clear();
+  for (const Array* a : args) {
+    if (!a->valid() || a->is_tracer()) return;
+    repeat_.avals.push_back(a->aval());
+    repeat_.shardings.push_back(a->impl()->sharding);
+  }
+  repeat_.settings_generation = trace_settings_generation();
+  repeat_.entry = entry;
 }
 
 const JitCore::Entry* JitCore::find(const std::string& key) const {
