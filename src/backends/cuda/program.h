@@ -1,5 +1,5 @@
 // The cuda backend's compiled programs, for code that keeps arrays on the device (the
-// benchmarks, SPMD executables); runtime::Executable wraps them with host transfers.
+// benchmarks, SPMD executables); runtime::Executable wraps them with device buffers.
 #pragma once
 
 #include <functional>
