@@ -11,6 +11,7 @@
 #include "cujax/runtime/spmd.h"
 #include "distributed/mpi_transport.h"
 #include "distributed/tcp_transport.h"
+#include "runtime/process_group.h"
 
 namespace cujax {
 namespace distributed {
@@ -63,6 +64,7 @@ void initialize(const InitializeOptions& options) {
     s.count = options.num_processes;
     s.index = options.process_id;
     s.initialized = true;
+    runtime::set_process_group({s.index, s.count, s.transport.get()});
     return;
   }
   const int env_size = env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"});
@@ -89,11 +91,13 @@ void initialize(const InitializeOptions& options) {
                 " of 1 process");
   }
   s.initialized = true;
+  runtime::set_process_group({s.index, s.count, s.transport.get()});
 }
 
 void shutdown() {
   std::lock_guard<std::mutex> lock(mu);
   State& s = state();
+  runtime::set_process_group({});
   if (s.transport) s.transport->finish();
   s.transport.reset();
   s.initialized = false;
@@ -121,22 +125,13 @@ int local_device_count() {
 }
 
 std::vector<int> global_device_ids() {
-  std::vector<int> ids(static_cast<size_t>(process_count() * local_device_count()));
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(i);
-  return ids;
+  return runtime::global_cpu_device_ids();
 }
 
 int process_of_device(int id) {
-  return id / local_device_count();
+  return runtime::process_of_cpu_device(id);
 }
 
 }  // namespace distributed
-
-namespace runtime {
-Transport* distributed_transport() {
-  std::lock_guard<std::mutex> lock(distributed::mu);
-  return distributed::state().transport.get();
-}
-}  // namespace runtime
 
 }  // namespace cujax

@@ -9,13 +9,11 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
-#include "cujax/distributed.h"
 #include "cujax/runtime/spmd.h"
 #include "runtime/collectives.h"
+#include "runtime/process_group.h"
 
 namespace cujax::runtime {
-
-Transport* distributed_transport();  // distributed.cpp: MPI between processes, or nullptr
 
 namespace {
 
@@ -37,8 +35,8 @@ class CpuSpmdExecutable final : public SpmdExecutable {
     // One execute at a time: the devices' collectives of two executes must not meet.
     std::lock_guard<std::mutex> lock(mu_);
     const auto start = std::chrono::steady_clock::now();
-    Communicator comm(device_process_, distributed::process_index(), distributed_transport(),
-                      executions_++);
+    const ProcessGroup group = process_group();
+    Communicator comm(device_process_, group.index, group.transport, executions_++);
     const size_t n = local_.size();
     std::vector<std::vector<DeviceBuffer>> results(n);
     std::vector<cpu::SpmdDevice> devices(n);
@@ -144,7 +142,8 @@ std::unique_ptr<SpmdExecutable> CpuBackend::compile_spmd(const ir::Module& modul
   if (device_ids.empty()) throw Error("compile_spmd: no devices given");
   const int64_t n = static_cast<int64_t>(device_ids.size());
   const auto [replicas, partitions] = spmd_process_grid(module, n);
-  const std::vector<int> global = distributed::global_device_ids();
+  const std::vector<int> global = runtime::global_cpu_device_ids();
+  const int me = runtime::process_group().index;
   std::set<int> seen;
   std::vector<int> device_process, local;
   for (int64_t i = 0; i < n; ++i) {
@@ -155,8 +154,8 @@ std::unique_ptr<SpmdExecutable> CpuBackend::compile_spmd(const ir::Module& modul
                   " cpu devices; set CUJAX_NUM_CPU_DEVICES or runtime::set_num_cpu_devices)");
     if (!seen.insert(id).second)
       throw Error("compile_spmd: device cpu:" + std::to_string(id) + " is listed twice");
-    device_process.push_back(distributed::process_of_device(id));
-    if (device_process.back() == distributed::process_index()) local.push_back(static_cast<int>(i));
+    device_process.push_back(runtime::process_of_cpu_device(id));
+    if (device_process.back() == me) local.push_back(static_cast<int>(i));
   }
   Compiler compiler(module);
   compiler.set_process_grid(replicas, partitions);

@@ -20,12 +20,8 @@
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/nccl.h"
 #include "backends/cuda/program.h"
-#include "cujax/distributed.h"
 #include "runtime/collectives.h"
-
-namespace cujax::runtime {
-Transport* distributed_transport();  // distributed.cpp: MPI or TCP between processes, or nullptr
-}
+#include "runtime/process_group.h"
 
 namespace cujax::cuda {
 
@@ -38,7 +34,8 @@ class CommGroup {
   CommGroup(const std::vector<int>& members, const std::vector<std::shared_ptr<Device>>& gpus) {
     const Nccl& api = nccl();
     const int per_process = static_cast<int>(gpus.size());
-    const int me = distributed::process_index();
+    const runtime::ProcessGroup group = runtime::process_group();
+    const int me = group.index;
     std::set<int> processes;
     for (int m : members) processes.insert(m / per_process);
     const int root = members.front() / per_process;
@@ -46,7 +43,7 @@ class CommGroup {
     std::memset(&id, 0, sizeof id);
     if (me == root) CUJAX_NCCL_CHECK(api.get_unique_id(&id));
     if (processes.size() > 1) {
-      runtime::Transport* transport = runtime::distributed_transport();
+      runtime::Transport* transport = group.transport;
       if (!transport)
         throw Error("NCCL group " + runtime::group_string(members) +
                     " spans processes: call distributed::initialize() first");
@@ -511,7 +508,7 @@ std::vector<std::vector<int>> groups_used(const ir::Module& module, const ir::Fu
   cc.set_process_grid(replicas, partitions);
   std::vector<std::vector<int>> out;
   std::set<std::vector<int>> seen;
-  const int me = distributed::process_index();
+  const int me = runtime::process_group().index;
   for (const auto& block : fn.body.blocks)
     for (const auto& op : block->ops) {
       if (!cpu::is_collective(op->name)) continue;
@@ -539,13 +536,13 @@ std::unique_ptr<runtime::SpmdExecutable> compile_cuda_spmd(
   const int64_t n = static_cast<int64_t>(device_ids.size());
   const auto [replicas, partitions] = cpu::spmd_process_grid(module, n);
   const int per_process = static_cast<int>(gpus.size());
-  const int total = per_process * distributed::process_count();
+  const int total = per_process * runtime::process_group().count;
   std::set<int> seen;
   for (int id : device_ids) {
     if (id < 0 || id >= total)
       throw Error("compile_spmd: device cuda:" + std::to_string(id) + " does not exist (" +
                   std::to_string(total) + " GPUs: " + std::to_string(per_process) + " in each of " +
-                  std::to_string(distributed::process_count()) + " processes)");
+                  std::to_string(runtime::process_group().count) + " processes)");
     if (!seen.insert(id).second)
       throw Error("compile_spmd: device cuda:" + std::to_string(id) + " is listed twice");
   }
@@ -556,7 +553,7 @@ std::unique_ptr<runtime::SpmdExecutable> compile_cuda_spmd(
   const Collectives collectives(device_ids, groups);
   std::vector<std::unique_ptr<LocalDevice>> locals;
   for (int64_t i = 0; i < n; ++i) {
-    if (device_ids[i] / per_process != distributed::process_index()) continue;
+    if (device_ids[i] / per_process != runtime::process_group().index) continue;
     auto ld = std::make_unique<LocalDevice>();
     ld->device = gpus[device_ids[i] % per_process];
     ld->logical = static_cast<int>(i);
