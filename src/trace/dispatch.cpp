@@ -3,6 +3,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "cujax/devices.h"
 #include "cujax/ir/printer.h"
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/buffer.h"
@@ -52,8 +53,9 @@ std::string device_name(const std::string& platform, int device) {
 
 std::vector<Array> run_eagerly(const OpSpec& spec, const std::vector<Array>& operands) {
   // Uncommitted operands run where the first operand is, which is the default device unless it
-  // was moved there explicitly.
-  Placement fallback{"cpu", 0, false};
+  // was moved there explicitly; an op without operands (iota, a creation function's constant)
+  // runs on the default device.
+  Placement fallback{default_backend(), 0, false};
   if (!operands.empty()) {
     fallback.platform = operands[0].impl()->platform;
     fallback.device = operands[0].impl()->device_id;
