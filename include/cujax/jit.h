@@ -29,6 +29,7 @@
 
 #include "cujax/array.h"
 #include "cujax/devices.h"
+#include "cujax/profiler.h"
 #include "cujax/runtime/spmd.h"
 #include "cujax/sharding.h"
 #include "cujax/trace/trace.h"
@@ -446,6 +447,7 @@ class Jitted {
   template <class Out, class Tuple>
   std::pair<std::unique_ptr<ir::Module>, Out> trace_to_module(const Tuple& args,
                                                               const trace::Signature& sig) const {
+    const profiler::Span span = profiler::stage_span("trace", core_->options().name);
     trace::TraceContext tc("jit_" + core_->options().name);
     trace::TraceScope scope(&tc);
     size_t i = 0;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cujax/core/error.h"
+#include "profiler/hooks.h"
 
 namespace cujax::runtime {
 
@@ -85,6 +86,7 @@ bool Buffer::is_ready() const {
 }
 
 const DeviceBuffer& Buffer::wait() const {
+  const profiler::Span span = profiler::wait_span(!has_value_.load(std::memory_order_acquire));
   spin_until([this] { return has_value_.load(std::memory_order_acquire); }, kWaiterSpin);
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return has_value_.load(std::memory_order_relaxed); });
@@ -100,6 +102,7 @@ const DeviceBuffer& Buffer::wait() const {
 }
 
 const DeviceBuffer& Buffer::block_until_ready() const {
+  const profiler::Span span = profiler::wait_span(true, "block_until_ready");
   const DeviceBuffer& v = wait();
   if (v.ready) v.ready->wait();
   return v;

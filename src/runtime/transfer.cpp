@@ -2,17 +2,23 @@
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/spmd.h"
 #include "cujax/transfer_guard.h"
+#include "profiler/hooks.h"
 
 namespace cujax::runtime {
 
 DeviceBuffer transfer_to_device(const HostTensor& value, std::string_view platform, int device,
                                 bool is_explicit, const std::string& what) {
+  const profiler::Span span = profiler::transfer_span(
+      TransferDirection::HostToDevice, value.nbytes(), is_explicit, what, platform, device);
   detail::note_transfer(TransferDirection::HostToDevice, is_explicit,
                         static_cast<int64_t>(value.nbytes()), what);
   return get_backend(platform).to_device(value, device);
 }
 
 HostTensor transfer_to_host(const DeviceBuffer& buffer, bool is_explicit, const std::string& what) {
+  const profiler::Span span =
+      profiler::transfer_span(TransferDirection::DeviceToHost, buffer.nbytes(), is_explicit, what,
+                              buffer.platform, buffer.device);
   detail::note_transfer(TransferDirection::DeviceToHost, is_explicit,
                         static_cast<int64_t>(buffer.nbytes()), what);
   return get_backend(buffer.platform).to_host(buffer);
@@ -21,6 +27,8 @@ HostTensor transfer_to_host(const DeviceBuffer& buffer, bool is_explicit, const 
 DeviceBuffer transfer_between(const DeviceBuffer& buffer, std::string_view platform, int device,
                               bool is_explicit, const std::string& what) {
   if (buffer.platform == platform && buffer.device == device) return buffer;
+  const profiler::Span span = profiler::transfer_span(
+      TransferDirection::DeviceToDevice, buffer.nbytes(), is_explicit, what, platform, device);
   detail::note_transfer(TransferDirection::DeviceToDevice, is_explicit,
                         static_cast<int64_t>(buffer.nbytes()), what);
   if (buffer.platform == "cpu" && platform == "cpu") {

@@ -8,6 +8,7 @@
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/buffer.h"
 #include "cujax/trace/trace.h"
+#include "profiler/hooks.h"
 
 namespace cujax::trace {
 
@@ -163,6 +164,7 @@ std::vector<Array> dispatch(std::shared_ptr<runtime::Executable> exe,
                             const std::vector<bool>& donated, bool committed, bool cheap) {
   const std::string platform(exe->backend().platform());
   const int device = exe->device();
+  const profiler::Span span = profiler::dispatch_span(what, platform, device);
   std::vector<runtime::BufferRef> in_buffers;
   in_buffers.reserve(inputs.size());
   bool inputs_have_values = true;

@@ -20,6 +20,7 @@
 #include "cujax/ir/verifier.h"
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/buffer.h"
+#include "profiler/hooks.h"
 #include "trace/analysis.h"
 #include "trace/passes.h"
 
@@ -272,6 +273,7 @@ std::string JitCore::explain_miss(const Signature& sig) const {
 const JitCore::Entry& JitCore::add(const Signature& sig, std::unique_ptr<ir::Module> module,
                                    std::any out_structure, const std::vector<Array>& out_leaves,
                                    double trace_seconds) {
+  profiler::cache_miss(options_.name, [&] { return explain_miss(sig); });
   if (explain_cache_misses() || log_compiles())
     std::fprintf(stderr, "cujax: TRACING CACHE MISS for %s: %s\n", options_.name.c_str(),
                  explain_miss(sig).c_str());
@@ -388,6 +390,8 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
                                                 const std::string& platform,
                                                 const std::vector<bool>& donated,
                                                 std::vector<int> devices) {
+  const profiler::Span span =
+      profiler::compile_span(module->name, platform, compilation_cache_dir());
   const auto t0 = std::chrono::steady_clock::now();
   ir::verify(*module);
   const std::string dir = compilation_cache_dir();
@@ -401,6 +405,7 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
   if (!hit.empty()) {
     module = ir::parse_module(hit);
     ++cache_hits;
+    profiler::persistent_cache_hit(module->name);
   } else {
     optimize(*module);
     if (!cached.empty()) {

@@ -5,6 +5,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "cujax/runtime/spmd.h"
+#include "profiler/hooks.h"
 
 namespace cujax::cpu {
 
@@ -12,10 +13,12 @@ namespace {
 
 class CpuExecutable final : public runtime::Executable {
  public:
-  CpuExecutable(const CpuBackend& backend, std::shared_ptr<const Program> main, int device)
-      : backend_(backend), main_(std::move(main)), device_(device) {}
+  CpuExecutable(const CpuBackend& backend, std::shared_ptr<const Program> main, int device,
+                std::string name)
+      : backend_(backend), main_(std::move(main)), device_(device), name_(std::move(name)) {}
   std::vector<runtime::DeviceBuffer> execute(std::vector<runtime::DeviceBuffer> args,
                                              const runtime::ExecuteOptions& options) override {
+    const profiler::Span span = profiler::execute_span(name_, "cpu", device_);
     ExecContext ctx;
     ctx.options = &options;
     std::vector<HostTensor> in;
@@ -37,6 +40,7 @@ class CpuExecutable final : public runtime::Executable {
   const CpuBackend& backend_;
   std::shared_ptr<const Program> main_;
   int device_;
+  std::string name_;  // the module's, for traces
 };
 
 }  // namespace
@@ -65,8 +69,10 @@ std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& modul
                                                          const runtime::CompileOptions&) const {
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("module has no function @" + std::string(entry));
+  const profiler::Span span = profiler::backend_compile_span("cpu", module.name);
   Compiler compiler(module);
-  return std::make_unique<CpuExecutable>(*this, compiler.compile_function(*fn), device);
+  return std::make_unique<CpuExecutable>(*this, compiler.compile_function(*fn), device,
+                                         module.name.empty() ? "main" : module.name);
 }
 
 // Every cpu device's memory is the host's: its buffers are the tensors themselves, and the

@@ -18,6 +18,7 @@
 #include "cujax/core/host_tensor.h"
 #include "cujax/ir/ir.h"
 #include "cujax/runtime/backend.h"
+#include "profiler/source_location.h"
 
 namespace cujax::cpu {}  // namespace cujax::cpu
 namespace cujax::runtime {
@@ -66,6 +67,8 @@ class Program {
   struct Step {
     Kernel kernel;
     std::string where;  // the op, for messages
+    std::string name;   // the op's name, or "fusion" (a trace's op span)
+    std::string loc;    // the op's resolved source location, when the IR has one
     std::vector<int> inputs;
     std::vector<int> outputs;
     std::vector<int> release;  // slots whose last use is this step
@@ -95,6 +98,8 @@ class Compiler {
   }
   // Numbers the collective ops of the module, so devices match up the same op's instances.
   int64_t next_collective_id() { return next_collective_id_++; }
+  // "name @ file:line:col" of an op's loc (LocationTable::resolve).
+  std::string source_location(const ir::Operation& op) const { return locations_.resolve(op.loc); }
   // `captures`: values of enclosing blocks that the block may use, bound at run time.
   std::shared_ptr<const Program> compile_block(const ir::Block& block,
                                                std::span<const ir::Value* const> captures = {});
@@ -109,6 +114,7 @@ class Compiler {
   int num_replicas_ = 1;
   int num_partitions_ = 1;
   int64_t next_collective_id_ = 0;
+  profiler::LocationTable locations_;
 };
 
 // Op name -> factory. Each kernel file registers its ops in one function listed in

@@ -3,6 +3,7 @@
 
 #include "backends/cpu/fusion.h"
 #include "backends/cpu/kernels.h"
+#include "profiler/hooks.h"
 
 namespace cujax::cpu {
 
@@ -26,7 +27,9 @@ std::vector<HostTensor> Program::run(std::vector<HostTensor>&& args, ExecContext
   args.clear();
   for (size_t i = 0; i < captures.size(); ++i) slots[capture_slots_[i]] = captures[i];
   std::vector<HostTensor> inputs;
+  const bool profiling = profiler::active();
   for (const Step& step : steps_) {
+    const profiler::Span span = profiler::op_span(profiling, step.name, step.where, step.loc);
     inputs.clear();
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       HostTensor& slot = slots[step.inputs[i]];
@@ -82,7 +85,7 @@ std::vector<const ir::Value*> captured_values(const ir::Operation& op) {
   return out;
 }
 
-Compiler::Compiler(const ir::Module& module) : module_(module) {
+Compiler::Compiler(const ir::Module& module) : module_(module), locations_(module.aliases) {
   num_replicas_ = static_cast<int>(module_int_attr(module, "mhlo.num_replicas").value_or(1));
   num_partitions_ = static_cast<int>(module_int_attr(module, "mhlo.num_partitions").value_or(1));
 }
@@ -125,6 +128,8 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
       const FusedStep& fused = fusion.steps[fusion.step_at[i]];
       Program::Step step;
       step.where = fused.where;
+      step.name = "fusion";
+      step.loc = source_location(op);
       step.kernel = fused.kernel;
       add_step(std::move(step), op, fused.inputs, fused.outputs);
       continue;
@@ -134,6 +139,8 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
     if (!factory) unsupported(op, "op is not supported by the cpu backend");
     Program::Step step;
     step.where = op.where();
+    step.name = op.name;
+    step.loc = source_location(op);
     std::vector<const ir::Value*> uses(op.operands.begin(), op.operands.end());
     if (!op.regions.empty())
       for (const ir::Value* v : captured_values(op)) uses.push_back(v);

@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
 #include "cujax/runtime/spmd.h"
+#include "profiler/hooks.h"
 #include "runtime/collectives.h"
 #include "runtime/process_group.h"
 
@@ -20,11 +21,12 @@ namespace {
 class CpuSpmdExecutable final : public SpmdExecutable {
  public:
   CpuSpmdExecutable(std::shared_ptr<const cpu::Program> program, std::vector<int> device_ids,
-                    std::vector<int> device_process, std::vector<int> local)
+                    std::vector<int> device_process, std::vector<int> local, std::string name)
       : program_(std::move(program)),
         device_ids_(std::move(device_ids)),
         device_process_(std::move(device_process)),
-        local_(std::move(local)) {}
+        local_(std::move(local)),
+        name_(std::move(name)) {}
 
   std::vector<std::vector<DeviceBuffer>> execute(
       std::vector<std::vector<DeviceBuffer>> per_device_args) override {
@@ -44,6 +46,7 @@ class CpuSpmdExecutable final : public SpmdExecutable {
     std::vector<std::chrono::steady_clock::time_point> failed_at(n);
     ExecuteOptions options;
     auto run = [&](size_t i) {
+      const profiler::Span span = profiler::execute_span(name_, "cpu", device_ids_[local_[i]]);
       devices[i].comm = &comm;
       devices[i].device = local_[i];
       cpu::ExecContext ctx;
@@ -98,6 +101,7 @@ class CpuSpmdExecutable final : public SpmdExecutable {
   std::vector<int> device_ids_;      // logical device -> global id
   std::vector<int> device_process_;  // logical device -> process
   std::vector<int> local_;           // logical devices run here
+  std::string name_;                 // the module's, for traces
   mutable std::mutex mu_;
   int64_t executions_ = 0;
   SpmdStats stats_;
@@ -159,9 +163,9 @@ std::unique_ptr<SpmdExecutable> CpuBackend::compile_spmd(const ir::Module& modul
   }
   Compiler compiler(module);
   compiler.set_process_grid(replicas, partitions);
-  return std::make_unique<runtime::CpuSpmdExecutable>(compiler.compile_function(*fn),
-                                                      std::move(device_ids),
-                                                      std::move(device_process), std::move(local));
+  return std::make_unique<runtime::CpuSpmdExecutable>(
+      compiler.compile_function(*fn), std::move(device_ids), std::move(device_process),
+      std::move(local), module.name.empty() ? "main" : module.name);
 }
 
 }  // namespace cujax::cpu

@@ -1,0 +1,68 @@
+// The spans cujax's runtime, compiler and backends record. Each hook is one line at its site
+// and returns an empty Span after one relaxed atomic load when no trace is active; names and
+// arguments are built only while tracing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "cujax/profiler.h"
+#include "cujax/transfer_guard.h"
+
+namespace cujax::profiler {
+
+namespace detail {
+Span compile_span(std::string_view module, std::string_view platform, const std::string& cache_dir);
+Span backend_compile_span(std::string_view platform, std::string_view module);
+Span dispatch_span(std::string_view what, std::string_view platform, int device);
+Span execute_span(std::string_view program, std::string_view platform, int device);
+Span op_span(std::string_view name, std::string_view where, std::string_view loc);
+Span transfer_span(TransferDirection direction, int64_t bytes, bool is_explicit,
+                   std::string_view what, std::string_view platform, int device);
+Span wait_span(std::string_view name);
+void cache_miss(std::string_view function, const std::string& reason);
+void persistent_cache_hit(std::string_view module);
+}  // namespace detail
+
+// compile_module: passes and backend compilation of one module ("compile jit_f").
+inline Span compile_span(std::string_view module, std::string_view platform,
+                         const std::string& cache_dir) {
+  return active() ? detail::compile_span(module, platform, cache_dir) : Span();
+}
+// A backend turning the optimized module into its executable ("cpu compile jit_f").
+inline Span backend_compile_span(std::string_view platform, std::string_view module) {
+  return active() ? detail::backend_compile_span(platform, module) : Span();
+}
+// The host handing a program to its device's queue (or running it inline).
+inline Span dispatch_span(std::string_view what, std::string_view platform, int device) {
+  return active() ? detail::dispatch_span(what, platform, device) : Span();
+}
+// A device running a whole program: the parent of its op spans.
+inline Span execute_span(std::string_view program, std::string_view platform, int device) {
+  return active() ? detail::execute_span(program, platform, device) : Span();
+}
+// One executed op or fusion; `on` is active() read once per program run.
+inline Span op_span(bool on, std::string_view name, std::string_view where, std::string_view loc) {
+  return on ? detail::op_span(name, where, loc) : Span();
+}
+// A copy between the host and a device, or between devices.
+inline Span transfer_span(TransferDirection direction, int64_t bytes, bool is_explicit,
+                          std::string_view what, std::string_view platform, int device) {
+  return active() ? detail::transfer_span(direction, bytes, is_explicit, what, platform, device)
+                  : Span();
+}
+// The host waiting for a device: recorded when `blocks` (a wait for a value not yet computed).
+inline Span wait_span(bool blocks, std::string_view name = "wait") {
+  return blocks && active() ? detail::wait_span(name) : Span();
+}
+// A jit cache miss and its reason (jax_explain_cache_misses), as an instant event.
+template <class Reason>
+void cache_miss(std::string_view function, Reason&& reason) {
+  if (active()) detail::cache_miss(function, reason());
+}
+inline void persistent_cache_hit(std::string_view module) {
+  if (active()) detail::persistent_cache_hit(module);
+}
+
+}  // namespace cujax::profiler

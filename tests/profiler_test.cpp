@@ -1,0 +1,315 @@
+// The profiler: a traced jitted training step gives a valid trace-event JSON file with compile,
+// dispatch, transfer, per-op and step spans nested per thread; source locations of parsed
+// modules; nothing recorded without a trace.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cujax/core/json.h"
+#include "cujax/ir/parser.h"
+#include "cujax/models/lm.h"
+#include "cujax/numpy.h"
+#include "cujax/profiler.h"
+#include "cujax/runtime/backend.h"
+#include "profiler/source_location.h"
+#include "test_models.h"
+
+namespace cujax {
+namespace {
+
+namespace fs = std::filesystem;
+namespace jnp = cujax::numpy;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("cujax_profiler_test_" + std::to_string(::getpid()) + "_" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+json::Value read_json(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str(), file);
+}
+
+// One event of the trace, as a reader sees it.
+struct Ev {
+  std::string ph, cat, name;
+  int64_t pid = 0, tid = 0;
+  double ts = 0, dur = 0;
+  const json::Value* args = nullptr;
+  double end() const { return ts + dur; }
+  std::string arg(const char* key) const {
+    const json::Value* v = args ? args->get(key) : nullptr;
+    return v && v->is_string() ? v->as_string() : "";
+  }
+  int64_t int_arg(const char* key) const {
+    const json::Value* v = args ? args->get(key) : nullptr;
+    return v && v->is_number() ? v->as_int() : -1;
+  }
+};
+
+// Checks the fields Perfetto's JSON importer needs and returns the events.
+std::vector<Ev> events_of(const json::Value& trace) {
+  std::vector<Ev> out;
+  for (const json::Value& e : trace.at("traceEvents").as_array()) {
+    Ev ev;
+    ev.ph = e.at("ph").as_string();
+    ev.name = e.at("name").as_string();
+    ev.pid = e.at("pid").as_int();
+    ev.tid = e.at("tid").as_int();
+    ev.args = e.get("args");
+    if (ev.ph == "M") {
+      EXPECT_TRUE(ev.args && ev.args->get("name")) << ev.name;
+      continue;
+    }
+    EXPECT_TRUE(ev.ph == "X" || ev.ph == "i") << ev.ph;
+    ev.cat = e.at("cat").as_string();
+    ev.ts = e.at("ts").as_double();
+    if (ev.ph == "X") ev.dur = e.at("dur").as_double();
+    EXPECT_GE(ev.ts, 0) << ev.name;
+    EXPECT_GE(ev.dur, 0) << ev.name;
+    out.push_back(ev);
+  }
+  return out;
+}
+
+// Per thread, every complete event lies within each event that is open when it starts (no
+// partial overlaps); returns, per event index, its parent's index (-1 for none).
+std::vector<int> check_nesting(const std::vector<Ev>& events) {
+  constexpr double kEps = 1e-3;  // the trace's resolution: a nanosecond
+  std::vector<int> order;
+  for (size_t i = 0; i < events.size(); ++i)
+    if (events[i].ph == "X") order.push_back(static_cast<int>(i));
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const Ev &x = events[a], &y = events[b];
+    if (x.pid != y.pid || x.tid != y.tid) return std::pair(x.pid, x.tid) < std::pair(y.pid, y.tid);
+    return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
+  });
+  std::vector<int> parent(events.size(), -1);
+  std::vector<int> stack;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Ev& e = events[order[k]];
+    if (k > 0 && (events[order[k - 1]].tid != e.tid || events[order[k - 1]].pid != e.pid))
+      stack.clear();
+    while (!stack.empty() && events[stack.back()].end() <= e.ts + kEps) stack.pop_back();
+    if (!stack.empty()) {
+      const Ev& p = events[stack.back()];
+      EXPECT_LE(e.end(), p.end() + kEps)
+          << e.name << " [" << e.ts << ", " << e.end() << "] overlaps " << p.name << " [" << p.ts
+          << ", " << p.end() << "] on thread " << e.tid;
+      parent[order[k]] = stack.back();
+    }
+    stack.push_back(order[k]);
+  }
+  return parent;
+}
+
+// The index of the nearest enclosing event of category `cat`, or -1.
+int ancestor(const std::vector<Ev>& events, const std::vector<int>& parent, int i,
+             const std::string& cat) {
+  for (int p = parent[i]; p >= 0; p = parent[p])
+    if (events[p].cat == cat) return p;
+  return -1;
+}
+
+data::Batch host_batch(int64_t b, int64_t t, int64_t vocab) {
+  std::vector<int32_t> ids(b * (t + 1));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7 + 3) % vocab);
+  std::vector<int32_t> in, target;
+  for (int64_t r = 0; r < b; ++r)
+    for (int64_t c = 0; c < t; ++c) {
+      in.push_back(ids[r * (t + 1) + c]);
+      target.push_back(ids[r * (t + 1) + c + 1]);
+    }
+  return {jnp::array(in, Shape{b, t}), jnp::array(target, Shape{b, t})};
+}
+
+TEST(Profiler, TracedTrainingStepHasNestedCompileDispatchTransferOpAndStepSpans) {
+  TempDir dir;
+  nnx::Rngs rngs(0);
+  models::TransformerLM model(testutil::small_transformer(32, 8, 16), rngs);
+  models::OptimizerOptions o;
+  o.total_steps = 10;
+  auto tx = models::make_optimizer(o);
+  State params = nnx::state(model, nnx::VariableKind::Param);
+  State opt_state = tx.init(params);
+  auto step = models::make_train_step(model, tx, "cpu");
+
+  profiler::start_trace(dir.path.string());
+  EXPECT_TRUE(profiler::active());
+  EXPECT_THROW(profiler::start_trace(dir.path.string()), Error);
+  float loss = 0;
+  for (int i = 0; i < 3; ++i) {
+    profiler::StepTraceAnnotation annotation("train", i);
+    const data::Batch batch = host_batch(4, 8, 32);  // host-to-device transfers
+    auto [p, s, metrics] = step(params, opt_state, batch);
+    params = p;
+    opt_state = s;
+    loss = metrics.at("loss").item<float>();  // a device-to-host transfer each step
+  }
+  {
+    profiler::TraceAnnotation annotation("after", json::Value::object({{"loss", double(loss)}}));
+    params.begin()->second.block_until_ready();
+  }
+  const std::string file = profiler::stop_trace();
+  EXPECT_FALSE(profiler::active());
+  EXPECT_THROW(profiler::stop_trace(), Error);
+
+  EXPECT_EQ(fs::path(file).filename(), "perfetto_trace.json");
+  EXPECT_EQ(fs::path(file).parent_path().parent_path(), dir.path / "plugins" / "profile");
+  const json::Value trace = read_json(file);
+  EXPECT_EQ(trace.at("otherData").at("dropped_events").as_int(), 0);
+  const std::vector<Ev> events = events_of(trace);
+  const std::vector<int> parent = check_nesting(events);
+
+  std::map<std::string, int> count;
+  std::vector<int> steps;
+  std::map<int64_t, int64_t> h2d_bytes, d2h_bytes;  // per step_num
+  int ops_in_execute = 0;
+  std::map<int64_t, int> compiles;  // per step_num
+  for (size_t k = 0; k < events.size(); ++k) {
+    const Ev& e = events[k];
+    const int i = static_cast<int>(k);
+    ++count[e.cat];
+    const int step_of = ancestor(events, parent, i, "step");
+    const int64_t step_num = step_of < 0 ? -1 : events[step_of].int_arg("step_num");
+    if (e.cat == "step") {
+      EXPECT_EQ(e.name, "train");
+      EXPECT_EQ(e.int_arg("step_num"), static_cast<int64_t>(steps.size()));
+      steps.push_back(i);
+    }
+    if (e.cat == "transfer") {
+      (e.arg("direction") == "host_to_device" ? h2d_bytes : d2h_bytes)[step_num] +=
+          e.int_arg("bytes");
+      EXPECT_EQ(e.arg("device"), "cpu:0");
+    }
+    if (e.cat == "op") {
+      EXPECT_FALSE(e.arg("long_name").empty()) << e.name;
+      ops_in_execute += ancestor(events, parent, i, "device") >= 0;
+    }
+    if (e.cat == "compile" && e.name.rfind("compile jit_", 0) == 0) {
+      EXPECT_EQ(e.arg("platform"), "cpu");
+      ++compiles[step_num];
+    }
+  }
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_GE(count["compile"], 3);  // trace, compile, cpu compile, the cache miss
+  EXPECT_GE(count["dispatch"], 3);
+  EXPECT_GE(count["device"], 3);
+  EXPECT_GT(count["op"], 50);
+  EXPECT_EQ(count["annotation"], 1);
+  EXPECT_EQ(ops_in_execute, count["op"]);  // every op span inside its program's execute span
+  // After the first step (whose tracing moves scalar constants around): the batch's two
+  // i32[4,8] arrays in, the f32[] loss out.
+  for (int64_t s : {1, 2}) {
+    EXPECT_EQ(h2d_bytes[s], 2 * 4 * 8 * 4) << s;
+    EXPECT_EQ(d2h_bytes[s], 4) << s;
+  }
+  EXPECT_GE(h2d_bytes[0], 2 * 4 * 8 * 4);
+  EXPECT_GE(compiles[0], 1);  // the step's program, with the eager ops' own
+  EXPECT_EQ(compiles[1] + compiles[2], 0);
+  auto named = [&](const std::string& prefix) {
+    return std::count_if(events.begin(), events.end(),
+                         [&](const Ev& e) { return e.name.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_EQ(named("trace fn"), 0);
+  EXPECT_GE(named("trace "), 1);
+  EXPECT_GE(named("cpu compile jit_"), 1);
+  EXPECT_GE(named("execute jit_"), 3);
+  EXPECT_GE(named("stablehlo.dot_general"), 1);
+  // The one jit compile of the step: its cache miss carries the reason.
+  bool first_miss = false;
+  for (const Ev& e : events)
+    if (e.name.rfind("cache miss", 0) == 0 && e.arg("reason").rfind("never seen function", 0) == 0)
+      first_miss = true;
+  EXPECT_TRUE(first_miss);
+  EXPECT_EQ(step.compile_count(), 1);
+}
+
+TEST(Profiler, NoEventsAreRecordedWithoutATrace) {
+  ASSERT_FALSE(profiler::active());
+  const int64_t before = profiler::events_recorded();
+  Array x = jnp::array(std::vector<float>{1, 2, 3, 4}, Shape{4});
+  auto f = jit([](const Array& a) { return a * 2.0f + 1.0f; });
+  // The hooks' cost with no trace: one relaxed load each. Timed for the log, not asserted.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) x = f(x);
+  x.block_until_ready();
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("1000 jitted calls with no trace: %.2f us per call\n", us / 1000);
+  { profiler::StepTraceAnnotation step("train", 0); }
+  { profiler::TraceAnnotation annotation("noop"); }
+  profiler::instant("test", "noop");
+  EXPECT_EQ(profiler::events_recorded(), before);
+}
+
+TEST(Profiler, OpSpansCarryTheSourceLocationsOfParsedModules) {
+  const std::string text = R"(module @jit_f {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.sine %arg0 : tensor<4xf32> loc(#loc2)
+    %1 = stablehlo.dot_general %0, %0, contracting_dims = [0] x [0] : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32> loc(#loc3)
+    %2 = stablehlo.broadcast_in_dim %1, dims = [] : (tensor<f32>) -> tensor<4xf32>
+    return %2 : tensor<4xf32>
+  }
+}
+#loc1 = loc("model.py":3:4)
+#loc2 = loc("jit(f)/sin"(#loc1))
+#loc3 = loc("model.py":7:2)
+)";
+  auto module = ir::parse_module(text);
+  auto exe = runtime::get_backend("cpu").compile(*module, "main");
+  TempDir dir;
+  std::string file;
+  {
+    profiler::Trace trace(dir.path.string());
+    exe->execute_on_host(
+        std::vector<HostTensor>{HostTensor::from_vector<float>({1, 2, 3, 4}, Shape{4})});
+    file = trace.stop();
+  }
+  std::map<std::string, std::string> source;
+  const json::Value trace = read_json(file);
+  for (const Ev& e : events_of(trace))
+    if (e.cat == "op") source[e.name] = e.arg("source");
+  ASSERT_EQ(source.count("stablehlo.dot_general"), 1u);
+  EXPECT_EQ(source["stablehlo.dot_general"], "model.py:7:2");
+  EXPECT_EQ(source["stablehlo.broadcast_in_dim"], "");
+  // The sine may run fused with what follows it; its span names the op or the fusion.
+  const std::string sine = source.count("stablehlo.sine") ? "stablehlo.sine" : "fusion";
+  EXPECT_EQ(source[sine], "jit(f)/sin @ model.py:3:4");
+}
+
+TEST(Profiler, LocationTableResolvesAliasesNamesAndCallsites) {
+  const profiler::LocationTable t(
+      {"#loc1 = loc(\"a.py\":1:2)", "#loc2 = loc(\"f\"(#loc1))", "#loc = loc(unknown)"});
+  EXPECT_EQ(t.resolve("loc(#loc1)"), "a.py:1:2");
+  EXPECT_EQ(t.resolve("loc(#loc2)"), "f @ a.py:1:2");
+  EXPECT_EQ(t.resolve("loc(#loc)"), "");
+  EXPECT_EQ(t.resolve(""), "");
+  EXPECT_EQ(t.resolve("loc(\"x\")"), "");  // a bare name is a value's name, not a place
+  EXPECT_EQ(t.resolve("loc(callsite(\"g\"(\"b.py\":5:1) at #loc1))"), "g @ b.py:5:1");
+}
+
+TEST(Profiler, StartTraceNeedsADirectory) {
+  EXPECT_THROW(profiler::start_trace(""), Error);
+  EXPECT_FALSE(profiler::active());
+}
+
+}  // namespace
+}  // namespace cujax
