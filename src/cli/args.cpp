@@ -100,6 +100,24 @@ double Args::number(const std::string& name, double fallback, double min) const 
   return v;
 }
 
+ProfileOption::ProfileOption(const Args& args) {
+  if (const auto dir = args.optional_string("profile")) {
+    if (dir->empty()) throw UsageError("--profile needs a directory");
+    trace_.emplace(*dir);
+  }
+}
+
+ProfileOption::~ProfileOption() {
+  if (!trace_) return;
+  try {
+    const std::string file = trace_->stop();
+    std::fprintf(stderr, "cujax: wrote the trace %s (open it in https://ui.perfetto.dev)\n",
+                 file.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cujax: --profile: %s\n", e.what());
+  }
+}
+
 std::string use_platform(const std::optional<std::string>& requested) {
   try {
     if (requested) runtime::set_platforms(*requested, "--platform " + *requested);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cujax/core/error.h"
+#include "cujax/profiler.h"
 
 namespace cujax::cli {
 
@@ -48,5 +49,19 @@ std::string use_platform(const std::optional<std::string>& requested);
 inline std::string use_platform(const Args& args) {
   return use_platform(args.optional_string("platform"));
 }
+
+// --profile DIR: records a trace of the command from here to its end (profiler::start_trace),
+// written under DIR when the object goes, even when the command fails; nothing without the
+// option.
+class ProfileOption {
+ public:
+  explicit ProfileOption(const Args& args);
+  ~ProfileOption();
+  ProfileOption(const ProfileOption&) = delete;
+  ProfileOption& operator=(const ProfileOption&) = delete;
+
+ private:
+  std::optional<profiler::Trace> trace_;
+};
 
 }  // namespace cujax::cli

@@ -43,10 +43,11 @@ std::string peer_python() {
 }
 
 int bench_dispatch(const std::vector<std::string>& argv) {
-  const Args args(argv, {"platform"});
+  const Args args(argv, {"platform", "profile"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   const std::string platform = use_platform(args);  // before JitOptions reads the default
+  const ProfileOption profile(args);
   JitOptions options;
   options.name = "tiny";
   options.platform = platform;

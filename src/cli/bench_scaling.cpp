@@ -76,7 +76,7 @@ void bench_cuda(const models::TransformerConfig& config, int64_t batch, int64_t 
 }  // namespace
 
 int bench_scaling(const std::vector<std::string>& argv) {
-  const Args args(argv, {"batch", "steps", "platform"});
+  const Args args(argv, {"batch", "steps", "platform", "profile"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   const int64_t batch = args.integer("batch", 16, 1), steps = args.integer("steps", 5, 1);
@@ -84,6 +84,7 @@ int bench_scaling(const std::vector<std::string>& argv) {
     throw UsageError("--batch " + std::to_string(batch) + " must divide by " +
                      std::to_string(kMaxDevices) + ", the most devices measured");
   const std::string platform = use_platform(args);
+  const ProfileOption profile(args);
   // The environment's count, where it names one, bounds the devices measured.
   const std::optional<int> env = runtime::cpu_devices_from_environment();
   if (!env) runtime::set_num_cpu_devices(kMaxDevices);

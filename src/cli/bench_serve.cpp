@@ -164,10 +164,11 @@ Figures run(models::TransformerLM& model, const State& params, int64_t max_batch
 
 int bench_serve(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "clients", "seconds", "max-tokens", "max-batch", "endpoint",
-                         "platform"});
+                         "platform", "profile"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   use_platform(args);
+  const ProfileOption profile(args);
   const int64_t clients = args.integer("clients", 4, 1);
   const double seconds = args.number("seconds", 5, 0.1);
   const int64_t max_tokens = args.integer("max-tokens", 32, 1);

@@ -4,6 +4,7 @@
 #include "cli/bench.h"
 #include "cujax/lax.h"
 #include "cujax/models/lm.h"
+#include "cujax/profiler.h"
 #include "cujax/random.h"
 
 namespace cujax::cli {
@@ -34,6 +35,7 @@ StepTiming time_train_step(const models::TransformerConfig& config, int64_t batc
   t.parameters = nnx::count(model);
   std::vector<double> ms, collective_ms;
   for (int64_t i = 0; i < steps + 2; ++i) {
+    const profiler::StepTraceAnnotation annotation("train", i);
     const auto t0 = clock::now();
     auto [p, s, metrics] = step(params, opt_state, b);
     metrics.at("loss").block_until_ready();

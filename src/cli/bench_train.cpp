@@ -36,10 +36,11 @@ double torch_ms_per_step(const models::TransformerConfig& c, int64_t batch, int6
 }  // namespace
 
 int bench_train(const std::vector<std::string>& argv) {
-  const Args args(argv, {"platform"});
+  const Args args(argv, {"platform", "profile"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   const std::string platform = use_platform(args);
+  const ProfileOption profile(args);
   const models::TransformerConfig config = models::tiny_config();
   const int64_t batch = 16, seq = config.max_len, steps = 10;
   const StepTiming t = time_train_step(config, batch, seq, steps, nullptr, platform);

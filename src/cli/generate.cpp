@@ -10,11 +10,12 @@
 namespace cujax::cli {
 
 int generate_command(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  {"model", "prompt", "max-tokens", "temperature", "top-k", "seed", "platform"});
+  const Args args(argv, {"model", "prompt", "max-tokens", "temperature", "top-k", "seed",
+                         "platform", "profile"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   use_platform(args);  // the decode step's jit follows the default backend
+  const ProfileOption profile(args);
   if (!args.has("model")) throw UsageError("--model DIR is required (a cujax train --out folder)");
   models::SampleOptions o;
   o.max_tokens = args.integer("max-tokens", 200, 1);

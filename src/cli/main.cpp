@@ -27,6 +27,8 @@ constexpr const char* kUsage = R"(usage: cujax <command> [options]
 
 Every command that computes runs on the default backend (cuda when this build has CUDA and a
 GPU can be used, else cpu; CUJAX_PLATFORMS overrides it) or on --platform cpu|cuda.
+train, generate, serve and bench take --profile DIR: a trace of the run, written under
+DIR/plugins/profile/ for ui.perfetto.dev (docs/profiling.md).
 
 commands:
   devices                      list the devices of every available platform and the default

@@ -24,12 +24,13 @@ std::atomic<bool> g_terminate{false};
 }  // namespace
 
 int serve_command(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "host", "port", "max-batch", "max-queue", "max-seq",
-                         "auth-token-file", "max-connections", "max-connections-per-client",
-                         "platform"});
+  const Args args(argv,
+                  {"model", "host", "port", "max-batch", "max-queue", "max-seq", "auth-token-file",
+                   "max-connections", "max-connections-per-client", "platform", "profile"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   use_platform(args);
+  const ProfileOption profile(args);  // until the server stops (SIGINT, SIGTERM)
   if (!args.has("model"))
     throw UsageError(
         "--model is required: a cujax train --out folder or a cujax export --fn serve "

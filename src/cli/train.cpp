@@ -272,13 +272,14 @@ int train_command(const std::vector<std::string>& argv) {
   std::vector<std::string> options = run_options;
   options.insert(options.end(),
                  {"log-every", "eval-every", "eval-batches", "checkpoint-every", "out", "mesh",
-                  "coordinator", "num-processes", "process-id", "platform"});
+                  "coordinator", "num-processes", "process-id", "platform", "profile"});
   const Args args(argv, options, {"resume", "overwrite"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   // Like the mesh, the platform changes where the step runs, not what it computes: --resume
   // may change it.
   const std::string platform = use_platform(args);
+  const ProfileOption profile(args);
   const bool resume = args.flag("resume");
   if (resume && args.flag("overwrite"))
     throw UsageError("--resume and --overwrite exclude each other");
@@ -485,6 +486,7 @@ int train_command(const std::vector<std::string>& argv) {
     opt_manager->save(step, all_opt_state, metrics);
   };
   for (int64_t step = start_step; step < steps; ++step) {
+    const profiler::StepTraceAnnotation annotation("train", step);
     std::optional<data::Batch> batch = batches.next();
     const auto t0 = clock::now();
     auto [new_params, new_opt_state, metrics] = train_step(params, opt_state, place_batch(*batch));

@@ -69,10 +69,10 @@ std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& modul
                                                          const runtime::CompileOptions&) const {
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("module has no function @" + std::string(entry));
-  const profiler::Span span = profiler::backend_compile_span("cpu", module.name);
+  const std::string name = module.name.empty() ? std::string(entry) : module.name;
+  const profiler::Span span = profiler::backend_compile_span("cpu", name);
   Compiler compiler(module);
-  return std::make_unique<CpuExecutable>(*this, compiler.compile_function(*fn), device,
-                                         module.name.empty() ? "main" : module.name);
+  return std::make_unique<CpuExecutable>(*this, compiler.compile_function(*fn), device, name);
 }
 
 // Every cpu device's memory is the host's: its buffers are the tensors themselves, and the
