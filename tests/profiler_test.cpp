@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "cujax/models/lm.h"
 #include "cujax/numpy.h"
 #include "cujax/profiler.h"
+#include "cujax/profiler_doctor.h"
 #include "cujax/runtime/backend.h"
 #include "profiler/source_location.h"
 #include "test_models.h"
@@ -309,6 +311,151 @@ TEST(Profiler, LocationTableResolvesAliasesNamesAndCallsites) {
 TEST(Profiler, StartTraceNeedsADirectory) {
   EXPECT_THROW(profiler::start_trace(""), Error);
   EXPECT_FALSE(profiler::active());
+}
+
+// The doctor, on small loops with and without each pitfall.
+
+Array features(int64_t rows, float scale) {
+  std::vector<float> v(rows * 16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>(i % 13) / 13.0f;
+  return jnp::array(v, Shape{rows, 16});
+}
+
+struct Loop {
+  bool warm_up = false;  // call once before the first step
+  int steps = 6;
+  int64_t changed_rows = 0;  // step 2's batch rows, when set
+  int64_t last_rows = 0;     // the final step's batch rows, when set
+  bool fetch_every_step = false;
+};
+
+profiler::Report run_traced(const Loop& loop, const profiler::GpuStatus* gpu = nullptr) {
+  JitOptions options;
+  options.name = "loss";
+  options.arg_names = {"w", "x"};
+  options.platform = "cpu";
+  auto loss =
+      jit([](const Array& w, const Array& x) { return jnp::sum(jnp::tanh(jnp::matmul(x, w))); },
+          options);
+  const Array w = features(16, 0.1f);
+  if (loop.warm_up) loss(w, features(8, 1)).block_until_ready();
+  TempDir dir;
+  profiler::start_trace(dir.path.string());
+  Array total;
+  for (int i = 0; i < loop.steps; ++i) {
+    profiler::StepTraceAnnotation step("train", i);
+    int64_t rows = 8;
+    if (i == 2 && loop.changed_rows) rows = loop.changed_rows;
+    if (i == loop.steps - 1 && loop.last_rows) rows = loop.last_rows;
+    const Array l = loss(w, features(rows, 1));
+    total = total.valid() ? total + l : l;
+    if (loop.fetch_every_step) {
+      EXPECT_TRUE(std::isfinite(l.item<float>()));
+    }
+  }
+  EXPECT_TRUE(std::isfinite(total.item<float>()));
+  profiler::stop_trace();
+  return profiler::diagnose_trace(dir.path.string(), gpu);
+}
+
+std::string ids(const profiler::Report& r) {
+  std::string s;
+  for (const auto& f : r.findings) s += f.id + " ";
+  return s + "\n" + r.str();
+}
+
+const profiler::Finding& finding(const profiler::Report& r, const std::string& id) {
+  for (const auto& f : r.findings)
+    if (f.id == id) return f;
+  throw Error("no finding " + id);
+}
+
+TEST(ProfilerDoctor, CleanLoopHasNoFindings) {
+  Loop clean;
+  clean.warm_up = true;
+  const profiler::Report r = run_traced(clean);
+  EXPECT_TRUE(r.findings.empty()) << ids(r);
+  ASSERT_EQ(r.steps.size(), 6u);
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    EXPECT_EQ(r.steps[i].step_num, static_cast<int64_t>(i));
+    EXPECT_EQ(r.steps[i].compiles, 0);
+    EXPECT_EQ(r.steps[i].device_to_host, 0);
+    EXPECT_GT(r.steps[i].wall_us, 0);
+  }
+  EXPECT_EQ(r.devices, std::vector<std::string>{"cpu:0"});
+  EXPECT_FALSE(r.top_ops.empty());
+  EXPECT_NE(r.str().find("no pitfalls found"), std::string::npos);
+}
+
+TEST(ProfilerDoctor, FirstStepCompilation) {
+  const profiler::Report r = run_traced(Loop{});
+  ASSERT_TRUE(r.has("first-step-compilation")) << ids(r);
+  EXPECT_EQ(r.findings.size(), 1u) << ids(r);
+  EXPECT_EQ(r.steps.at(0).compiles, 1);
+  EXPECT_GT(r.steps.at(0).compile_us, 0);
+  EXPECT_NE(finding(r, "first-step-compilation").evidence.find("1 jit cache miss"),
+            std::string::npos);
+  EXPECT_NE(finding(r, "first-step-compilation").evidence.find("persistent compile cache off"),
+            std::string::npos);
+}
+
+TEST(ProfilerDoctor, RecompilationNamesTheArgumentThatChanged) {
+  Loop loop;
+  loop.warm_up = true;
+  loop.changed_rows = 6;
+  const profiler::Report r = run_traced(loop);
+  ASSERT_TRUE(r.has("recompilation")) << ids(r);
+  EXPECT_FALSE(r.has("incomplete-final-batch")) << ids(r);
+  const profiler::Finding& f = finding(r, "recompilation");
+  EXPECT_NE(f.evidence.find("step 2"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("argument x: f32[8,16] -> f32[6,16]"), std::string::npos) << f.evidence;
+  EXPECT_EQ(r.steps.at(2).compiles, 1);
+}
+
+TEST(ProfilerDoctor, IncompleteFinalBatch) {
+  Loop loop;
+  loop.warm_up = true;
+  loop.last_rows = 5;
+  const profiler::Report r = run_traced(loop);
+  ASSERT_TRUE(r.has("incomplete-final-batch")) << ids(r);
+  EXPECT_FALSE(r.has("recompilation")) << ids(r);
+  EXPECT_NE(finding(r, "incomplete-final-batch").evidence.find("f32[8,16] -> f32[5,16]"),
+            std::string::npos);
+}
+
+TEST(ProfilerDoctor, HostSyncEveryStep) {
+  Loop loop;
+  loop.warm_up = true;
+  loop.fetch_every_step = true;
+  const profiler::Report r = run_traced(loop);
+  ASSERT_TRUE(r.has("host-sync-every-step")) << ids(r);
+  EXPECT_EQ(r.findings.size(), 1u) << ids(r);
+  EXPECT_NE(finding(r, "host-sync-every-step")
+                .evidence.find("1.0 device-to-host transfer(s) per step (f32[])"),
+            std::string::npos)
+      << finding(r, "host-sync-every-step").evidence;
+  for (const auto& s : r.steps) EXPECT_EQ(s.device_to_host, 1);
+}
+
+TEST(ProfilerDoctor, GpuNotUsedWhenOneIsThere) {
+  Loop clean;
+  clean.warm_up = true;
+  profiler::GpuStatus usable;
+  usable.usable = usable.installed = true;
+  usable.verdict = "GPU used: cuda:0";
+  const profiler::Report r = run_traced(clean, &usable);
+  ASSERT_TRUE(r.has("gpu-not-used")) << ids(r);
+  EXPECT_NE(finding(r, "gpu-not-used").evidence.find("cpu:0"), std::string::npos);
+  profiler::GpuStatus none;  // no GPU on the machine: the cpu is all there is
+  EXPECT_FALSE(run_traced(clean, &none).has("gpu-not-used"));
+}
+
+TEST(ProfilerDoctor, TraceFileErrors) {
+  TempDir dir;
+  EXPECT_THROW(profiler::diagnose_trace(dir.path.string()), Error);
+  EXPECT_THROW(profiler::diagnose_trace((dir.path / "missing").string()), Error);
+  std::ofstream(dir.path / "perfetto_trace.json") << "{\"traceEvents\": 3}";
+  EXPECT_THROW(profiler::diagnose_trace(dir.path.string()), Error);
 }
 
 }  // namespace

@@ -3,14 +3,37 @@
 #include <cstdio>
 
 #include "backends/cuda/driver/doctor.h"
+#include "cli/args.h"
 #include "cujax/core/error.h"
 #include "cujax/devices.h"
+#include "cujax/profiler_doctor.h"
 #include "cujax/runtime/backend.h"
 
 namespace cujax::cli {
 
-int doctor_command() {
+int doctor_command(const std::vector<std::string>& argv) {
+  const Args args(argv, {"trace"});
+  if (!args.positional().empty())
+    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
   const cuda::Diagnosis d = cuda::diagnose(cuda::system_environment());
+  if (const auto trace = args.optional_string("trace")) {
+    profiler::GpuStatus gpu;
+    gpu.usable = d.gpu_used;
+    // A GPU is there when its device nodes are or its driver loads; a CUDA build on a machine
+    // without one has nothing to fix.
+    gpu.installed = !d.device_nodes.empty() || (d.driver && d.driver->loaded());
+    gpu.verdict = d.verdict;
+    gpu.fix = d.problems.empty() ? "see `cujax doctor`" : d.problems.front().fix;
+    std::string file;
+    try {
+      file = profiler::find_trace_file(*trace);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+    const profiler::Report report = profiler::diagnose_trace(file, &gpu);
+    std::printf("cujax doctor: %s\n%s", file.c_str(), report.str().c_str());
+    return report.findings.empty() ? 0 : 1;
+  }
   std::fputs(cuda::format_diagnosis(d).c_str(), stdout);
   // CUJAX_PLATFORMS may keep a usable GPU out.
   bool ok = false;

@@ -33,6 +33,8 @@ DIR/plugins/profile/ for ui.perfetto.dev (docs/profiling.md).
 commands:
   devices                      list the devices of every available platform and the default
   doctor                       explain why a GPU is or is not used, and what to do
+      --trace DIR              instead: the performance report of a --profile trace, per
+                               step, its top ops and its pitfalls (exit 1 when it finds any)
   compile FILE.mlir            compile without running (no GPU needed): steps, peak buffer
                                size and every op that would run on the host
       --platform cuda|cpu      (default: cuda)   --arch sm_80|sm_90
@@ -135,7 +137,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (command == "devices") return devices_command();
-    if (command == "doctor") return cujax::cli::doctor_command();
+    if (command == "doctor") return cujax::cli::doctor_command(args);
     if (command == "stablehlo-test") return stablehlo_test_command(args);
     if (command == "compile") return cujax::cli::compile_command(args);
     if (command == "train") return cujax::cli::train_command(args);
