@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <new>
 #include <memory>
 #include <mutex>
+#include <new>
 
 #include "cujax/core/error.h"
 #include "cujax/profiler.h"
