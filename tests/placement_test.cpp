@@ -103,6 +103,22 @@ TEST(Donation, ABufferSomethingElseHoldsIsNotWritten) {
   EXPECT_FLOAT_EQ(seen.data_as<float>()[5], 5.0f);  // the host copy kept its values
 }
 
+// Compiled::memory_analysis() as JAX reports it: a donated argument aliases the result of its
+// type (alias_size_in_bytes), which then needs no memory of its own.
+TEST(Donation, MemoryAnalysisCountsTheAliasedResult) {
+  const ShapeDtype v{{1000}, DType::F32};
+  auto step = [](const Array& p, const Array& g) { return p - g; };
+  JitOptions donated;
+  donated.donate_argnums = {0};
+  const MemoryAnalysis in_place = jit(step, donated).lower(v, v).compile().memory_analysis();
+  const MemoryAnalysis copied = jit(step).lower(v, v).compile().memory_analysis();
+  EXPECT_EQ(in_place.alias_size_in_bytes, 4000);
+  EXPECT_EQ(copied.alias_size_in_bytes, 0);
+  EXPECT_EQ(in_place.argument_size_in_bytes, 8000);
+  EXPECT_EQ(copied.peak_memory_in_bytes, 8000 + 4000);  // p, g and the result
+  EXPECT_EQ(in_place.peak_memory_in_bytes, 8000);       // the result is p's memory
+}
+
 TEST(Donation, UsingADonatedArrayIsJaxsDeletedError) {
   JitOptions o;
   o.donate_argnums = {0};
