@@ -113,7 +113,7 @@ echo "=== summary"
 for row in "${table[@]}"; do echo "$row"; done
 grep -h "GPU used\|GPU not used" "$log/doctor.txt" 2>/dev/null
 grep -h "^default backend" "$log/devices.txt" 2>/dev/null
-grep -h "^training on\|^trained steps" "$log/train.txt" 2>/dev/null
+grep -h "^training on\|^trained steps\|^device-to-host transfers" "$log/train.txt" 2>/dev/null
 grep -h "tests passed\|tests failed\|^\[  PASSED\|^\[  FAILED  \] [0-9]" "$log/gpu-tests.txt" 2>/dev/null
 skipped="$(grep -c "(Skipped)\|^\[  SKIPPED \] .*ms)" "$log/gpu-tests.txt" 2>/dev/null)"
 [ "${skipped:-0}" -gt 0 ] && echo "gpu tests skipped: $skipped (no usable device: see doctor)"
