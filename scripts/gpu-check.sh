@@ -3,10 +3,10 @@
 # uses the build folder given, e.g. one carried over), then runs `cujax doctor`, `cujax devices`
 # and the devices_env tests (cuda is the default backend), a short `cujax train` on it, the
 # gpu-labelled tests (every kernel and fusion against the CPU backend, NCCL's collectives), the
-# jitted-call overhead on cuda, `cujax bench scaling`, the benchmarks and the StableHLO
-# conformance suite on the cuda backend, and prints a short table last. Each stage has a time
-# limit; the whole run should take about 5 minutes on an H200 (most of it the conformance
-# suite, which starts CUDA once per file), 13.5 at worst.
+# jitted-call overhead on cuda, `cujax bench scaling`, the benchmarks, `cujax bench serve` on
+# cuda and the StableHLO conformance suite on the cuda backend, and prints a short table last.
+# Each stage has a time limit; the whole run should take about 6 minutes on an H200 (most of it
+# the conformance suite, which starts CUDA once per file), 15 at worst.
 # Every stage runs with CUJAX_HOST_FALLBACK=error: an op that would run on the host fails its
 # program instead of running there (docs/cuda.md).
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build, configured with --preset default)
@@ -95,6 +95,11 @@ fi
 stage dispatch 60 "$build/cujax" bench dispatch --platform cuda
 stage scaling 120 "$build/cujax" bench scaling --steps 3
 stage bench 60 "$build/cuda_bench"
+# `cujax serve`'s engine and HTTP server on cuda, the `small` config (random init, max_len 256):
+# 8 closed-loop streamed /v1/completions clients against 8 slots, then against 1 slot; TPOT is
+# the ms per output token at batch 8 and at batch 1, with tokens/s and time to first token.
+stage serve 90 "$build/cujax" bench serve --platform cuda --config small --max-batch 8 \
+  --clients 8 --seconds 8 --max-tokens 64
 conformance="$shared/conformance/stablehlo-testdata"
 if [ -d "$conformance" ]; then
   stage conformance 240 "$build/cujax" stablehlo-test --platform cuda -j "$jobs" --timeout 60 \
@@ -108,7 +113,7 @@ echo "=== summary"
 for row in "${table[@]}"; do echo "$row"; done
 grep -h "GPU used\|GPU not used" "$log/doctor.txt" 2>/dev/null
 grep -h "^default backend" "$log/devices.txt" 2>/dev/null
-grep -h "^training on\|^trained steps" "$log/train.txt" 2>/dev/null
+grep -h "^training on\|^trained steps\|^device-to-host transfers" "$log/train.txt" 2>/dev/null
 grep -h "tests passed\|tests failed\|^\[  PASSED\|^\[  FAILED  \] [0-9]" "$log/gpu-tests.txt" 2>/dev/null
 skipped="$(grep -c "(Skipped)\|^\[  SKIPPED \] .*ms)" "$log/gpu-tests.txt" 2>/dev/null)"
 [ "${skipped:-0}" -gt 0 ] && echo "gpu tests skipped: $skipped (no usable device: see doctor)"
@@ -117,3 +122,5 @@ grep -h "CUJAX_HOST_FALLBACK=error" "$log/conformance.txt" 2>/dev/null | sort | 
 grep -h "steady-state\|PyTorch\|target:" "$log/dispatch.txt" 2>/dev/null
 sed -n '/^benchmark/,$p' "$log/bench.txt" 2>/dev/null
 grep -h "^cuda:" "$log/scaling.txt" 2>/dev/null
+sed -n '/^cujax bench serve/,/^batching gain/p' "$log/serve.txt" 2>/dev/null
+grep -h "^FAILED" "$log/serve.txt" 2>/dev/null

@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev
   libzstd-dev
   libcpp-httplib-dev  # `cujax serve` (header-only httplib.h)
+  wrk               # the load test of `cujax serve` (tests/cli_serve_load_test.sh)
   clang libclang-rt-dev clang-format
   fortunes          # the default training corpus (/usr/share/games/fortunes)
   python3-zarr      # a test reads cujax checkpoints with Python's zarr

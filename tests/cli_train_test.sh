@@ -30,6 +30,9 @@ for f in config.json metrics.csv loss.svg checkpoints/12/default opt_state/12/de
   [ -e "$work/a/$f" ] || fail "train wrote no $f"
 done
 grep -q "unigram baseline" "$work/a.log" || fail "train did not report the unigram baseline"
+# No host sync hides inside the steps: the losses stay on the device until a log fetches them.
+grep -q "^device-to-host transfers: 0 inside the steps after the first" "$work/a.log" ||
+  fail "train made device-to-host transfers inside its steps: $(grep device-to-host "$work/a.log")"
 expect_usage_error "existing run" "already holds a training run" train "${small[@]}" --steps 12 --out "$work/a"
 
 # Checkpoints are saved at their steps whether or not a log falls there.

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "cujax/devices.h"
 #include "cujax/jit.h"
 #include "cujax/models/lm.h"
 #include "cujax/nnx.h"
@@ -103,6 +104,22 @@ TEST(Donation, ABufferSomethingElseHoldsIsNotWritten) {
   EXPECT_FLOAT_EQ(seen.data_as<float>()[5], 5.0f);  // the host copy kept its values
 }
 
+// Compiled::memory_analysis() as JAX reports it: a donated argument aliases the result of its
+// type (alias_size_in_bytes), which then needs no memory of its own.
+TEST(Donation, MemoryAnalysisCountsTheAliasedResult) {
+  const ShapeDtype v{{1000}, DType::F32};
+  auto step = [](const Array& p, const Array& g) { return p - g; };
+  JitOptions donated;
+  donated.donate_argnums = {0};
+  const MemoryAnalysis in_place = jit(step, donated).lower(v, v).compile().memory_analysis();
+  const MemoryAnalysis copied = jit(step).lower(v, v).compile().memory_analysis();
+  EXPECT_EQ(in_place.alias_size_in_bytes, 4000);
+  EXPECT_EQ(copied.alias_size_in_bytes, 0);
+  EXPECT_EQ(in_place.argument_size_in_bytes, 8000);
+  EXPECT_EQ(copied.peak_memory_in_bytes, 8000 + 4000);  // p, g and the result
+  EXPECT_EQ(in_place.peak_memory_in_bytes, 8000);       // the result is p's memory
+}
+
 TEST(Donation, UsingADonatedArrayIsJaxsDeletedError) {
   JitOptions o;
   o.donate_argnums = {0};
@@ -155,10 +172,13 @@ TEST(Transfers, GuardLevelsPerDirection) {
   EXPECT_THROW(transfer_guard_from_string("sometimes"), Error);
 }
 
+// Uncommitted arrays live on the default device (cuda:0 where a GPU is the default, else
+// cpu:0); the committed ones here are on the two cpu devices.
 TEST_F(TwoDevices, CommittedArraysDecideWhereOpsRun) {
+  const std::vector<std::string> home{default_backend() + ":0"};
   Array a = jnp::arange(0, 4, 1, DType::F32);  // uncommitted, on the default device
   EXPECT_FALSE(a.committed());
-  EXPECT_EQ(a.devices(), std::vector<std::string>{"cpu:0"});
+  EXPECT_EQ(a.devices(), home);
   Array b = device_put(a, "cpu", 1);
   EXPECT_TRUE(b.committed());
   EXPECT_EQ(b.devices(), std::vector<std::string>{"cpu:1"});
@@ -173,7 +193,7 @@ TEST_F(TwoDevices, CommittedArraysDecideWhereOpsRun) {
 
   Array d = jnp::sin(a);  // uncommitted in, uncommitted out, where it was
   EXPECT_FALSE(d.committed());
-  EXPECT_EQ(d.devices(), std::vector<std::string>{"cpu:0"});
+  EXPECT_EQ(d.devices(), home);
 
   Array e = device_put(a, devices("cpu")[0]);
   EXPECT_TRUE(e.committed());
@@ -181,12 +201,14 @@ TEST_F(TwoDevices, CommittedArraysDecideWhereOpsRun) {
 }
 
 TEST_F(TwoDevices, JitRunsOnItsDeviceAndRejectsArgumentsCommittedElsewhere) {
-  auto f = jit([](const Array& x, const Array& y) { return x * y; });
+  JitOptions on_cpu;
+  on_cpu.platform = "cpu";
+  auto f = jit([](const Array& x, const Array& y) { return x * y; }, on_cpu);
   Array x = jnp::ones({3});
   Array on1 = device_put(jnp::ones({3}), "cpu", 1);
   expect_error([&] { f(x, on1); }, {"committed to cpu:1", "compiled for cpu:0", "device_put"});
   Array on0 = device_put(x, "cpu", 0);
-  Array r = f(on0, x);
+  Array r = f(on0, x);  // x, uncommitted, follows to cpu:0
   EXPECT_TRUE(r.committed());
   EXPECT_EQ(r.devices(), std::vector<std::string>{"cpu:0"});
   EXPECT_FALSE(f(x, x).committed());

@@ -163,11 +163,11 @@ Figures run(models::TransformerLM& model, const State& params, int64_t max_batch
 }  // namespace
 
 int bench_serve(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "clients", "seconds", "max-tokens", "max-batch", "endpoint",
-                         "platform", "profile"});
+  const Args args(argv, {"model", "config", "clients", "seconds", "max-tokens", "max-batch",
+                         "endpoint", "platform", "profile"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
-  use_platform(args);
+  const std::string platform = use_platform(args);
   const ProfileOption profile(args);
   const int64_t clients = args.integer("clients", 4, 1);
   const double seconds = args.number("seconds", 5, 0.1);
@@ -178,21 +178,27 @@ int bench_serve(const std::vector<std::string>& argv) {
     throw UsageError("--endpoint " + endpoint +
                      ": completions (streamed /v1/completions) or generate (/v1/generate)");
   const bool completions = endpoint == "completions";
+  if (args.has("model") && args.has("config"))
+    throw UsageError("--model and --config: give one (a trained model, or a config's random init)");
   LoadedModel m;
   if (args.has("model")) {
     m = load_model_dir(args.string("model", ""));
   } else {
-    m.config = models::tiny_config();
+    try {
+      m.config = models::config_by_name(args.string("config", "tiny"));
+    } catch (const Error& e) {
+      throw UsageError(std::string("--config: ") + e.what());
+    }
     m.rngs = std::make_unique<nnx::Rngs>(0);
     m.model = std::make_unique<models::TransformerLM>(m.config, *m.rngs);
     m.params = nnx::state(*m.model, nnx::VariableKind::Param);
   }
   std::printf(
-      "cujax bench serve: model %s (%s, max_len %lld), %lld closed-loop clients for %.1f s each, "
-      "%s, prompt \"The model\", max_tokens %lld, temperature 0.8\n",
-      args.has("model") ? args.string("model", "").c_str() : "tiny",
+      "cujax bench serve: model %s (%s, max_len %lld) on %s, %lld closed-loop clients for %.1f s "
+      "each, %s, prompt \"The model\", max_tokens %lld, temperature 0.8\n",
+      args.has("model") ? args.string("model", "").c_str() : m.config.name.c_str(),
       args.has("model") ? "trained" : "random init", static_cast<long long>(m.config.max_len),
-      static_cast<long long>(clients), seconds,
+      platform.c_str(), static_cast<long long>(clients), seconds,
       completions ? "streamed POST /v1/completions" : "POST /v1/generate",
       static_cast<long long>(max_tokens));
   const Figures batched =

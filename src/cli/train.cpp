@@ -26,6 +26,7 @@
 #include "cujax/numpy.h"
 #include "cujax/runtime/spmd.h"
 #include "cujax/sharding.h"
+#include "cujax/transfer_guard.h"
 
 namespace cujax::cli {
 
@@ -485,9 +486,15 @@ int train_command(const std::vector<std::string>& argv) {
     param_manager->save(step, all_params, metrics);
     opt_manager->save(step, all_opt_state, metrics);
   };
+  // Device-to-host transfers inside the steps (after the first, which traces): a training loop
+  // should make none there, only the fetches for logs, evaluations and checkpoints.
+  int64_t step_transfers = 0;
+  auto device_to_host = [] { return transfer_stats(TransferDirection::DeviceToHost).count; };
+  const int64_t transfers_at_start = device_to_host();
   for (int64_t step = start_step; step < steps; ++step) {
     const profiler::StepTraceAnnotation annotation("train", step);
     std::optional<data::Batch> batch = batches.next();
+    const int64_t transfers_before = device_to_host();
     const auto t0 = clock::now();
     auto [new_params, new_opt_state, metrics] = train_step(params, opt_state, place_batch(*batch));
     params = std::move(new_params);
@@ -503,6 +510,7 @@ int train_command(const std::vector<std::string>& argv) {
       window_start = clock::now();
       window_steps = 0;
     }
+    if (step != start_step) step_transfers += device_to_host() - transfers_before;
     const int64_t done = step + 1;
     const bool log_now = done % log_every == 0 || done == steps;
     const bool eval_now = done % eval_every == 0 || done == steps;
@@ -553,6 +561,12 @@ int train_command(const std::vector<std::string>& argv) {
   std::printf("trained steps %lld to %lld in %.1f s (the first, with compilation: %.2f s)\n",
               static_cast<long long>(start_step + 1), static_cast<long long>(steps), total_seconds,
               compile_seconds);
+  std::printf(
+      "device-to-host transfers: %lld inside the steps after the first, %lld in all (loss "
+      "fetches every %lld steps, evaluations, checkpoints)\n",
+      static_cast<long long>(step_transfers),
+      static_cast<long long>(device_to_host() - transfers_at_start),
+      static_cast<long long>(log_every));
   std::printf("validation loss %.3f nats/token against the unigram baseline %.3f (%s)\n",
               last_val.value_or(NAN), unigram,
               last_val && *last_val < unigram ? "below" : "NOT below");

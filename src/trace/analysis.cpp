@@ -117,25 +117,66 @@ MemoryAnalysis memory_analysis(const ir::Module& module) {
   for (const auto& a : entry.arguments) m.argument_size_in_bytes += bytes_of(a->type);
   for (const auto& t : main->result_types) m.output_size_in_bytes += bytes_of(t);
   // Liveness over the entry block: a value lives from its definition to its last use; results
-  // of @main live to the end.
+  // of @main live to the end, and so do arguments, which the caller holds, except donated ones.
   std::unordered_map<const ir::Value*, size_t> last_use;
   for (size_t i = 0; i < entry.ops.size(); ++i)
     for (const auto* v : entry.ops[i]->operands) last_use[v] = i;
   std::set<const ir::Value*> outputs;
-  if (const ir::Operation* ret = entry.terminator())
+  const ir::Operation* ret = entry.terminator();
+  if (ret)
     for (const auto* v : ret->operands) outputs.insert(v);
+  // A donated argument aliases the first result of its type not taken yet (as XLA pairs
+  // input_output_alias): that result is written into the argument's memory, so it adds none.
+  std::unordered_map<const ir::Value*, const ir::Value*> alias_of_result;
+  if (ret) {
+    std::set<size_t> taken;
+    for (size_t a = 0; a < entry.arguments.size(); ++a) {
+      bool donor = false;
+      if (a < main->arg_attrs.size())
+        for (const auto& attr : main->arg_attrs[a])
+          donor = donor || attr.name == "jax.buffer_donor" || attr.name == "tf.aliasing_output";
+      if (!donor) continue;
+      const ir::Value* arg = entry.arguments[a].get();
+      for (size_t r = 0; r < ret->operands.size(); ++r) {
+        const ir::Value* out = ret->operands[r];
+        if (taken.count(r) || out->type != arg->type || !out->defining_op ||
+            alias_of_result.count(out))
+          continue;
+        taken.insert(r);
+        alias_of_result[out] = arg;
+        m.alias_size_in_bytes += bytes_of(arg->type);
+        break;
+      }
+    }
+  }
+  std::set<const ir::Value*> aliased_args;
+  for (const auto& [out, arg] : alias_of_result) aliased_args.insert(arg);
   int64_t live = m.argument_size_in_bytes, peak = live, temp_peak = 0, temp_live = 0;
   std::vector<std::vector<const ir::Value*>> dies(entry.ops.size());
   for (const auto& [v, i] : last_use)
-    if (!outputs.count(v) && v->defining_op) dies[i].push_back(v);
+    if (!outputs.count(v) && (v->defining_op || aliased_args.count(v))) dies[i].push_back(v);
+  std::set<const ir::Value*> freed;  // donated arguments whose memory went back
   for (size_t i = 0; i < entry.ops.size(); ++i) {
     for (const auto& r : entry.ops[i]->results) {
+      auto alias = alias_of_result.find(r.get());
+      // Written into its donated argument's memory while the argument lives (in place);
+      // after the argument died, a new buffer as any other.
+      if (alias != alias_of_result.end() && !freed.count(alias->second)) {
+        freed.insert(alias->second);  // the memory now belongs to the result
+        continue;
+      }
       live += bytes_of(r->type);
       if (!outputs.count(r.get())) temp_live += bytes_of(r->type);
     }
     peak = std::max(peak, live);
     temp_peak = std::max(temp_peak, temp_live);
     for (const auto* v : dies[i]) {
+      if (aliased_args.count(v)) {
+        // A donated argument's memory is freed at its last use, unless its result took it.
+        if (!freed.insert(v).second) continue;
+        live -= bytes_of(v->type);
+        continue;
+      }
       live -= bytes_of(v->type);
       temp_live -= bytes_of(v->type);
     }

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "backends/common/slots.h"
 #include "backends/cpu/fusion.h"
 #include "backends/cpu/kernels.h"
 #include "profiler/hooks.h"
@@ -157,15 +158,8 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
   for (auto [s, i] : last_use)
     if (!is_result.count(s)) program->steps_[i].release.push_back(s);
   // A value read for the last time, by one operand of its step, moves into that operand.
-  for (Program::Step& step : program->steps_) {
-    step.move.assign(step.inputs.size(), false);
-    for (size_t k = 0; k < step.inputs.size(); ++k) {
-      const int s = step.inputs[k];
-      const bool last =
-          std::find(step.release.begin(), step.release.end(), s) != step.release.end();
-      step.move[k] = last && std::count(step.inputs.begin(), step.inputs.end(), s) == 1;
-    }
-  }
+  for (Program::Step& step : program->steps_)
+    step.move = slots::moves_on_last_use(step.inputs, step.release);
   return program;
 }
 

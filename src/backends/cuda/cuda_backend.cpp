@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "backends/common/copy_plan.h"
+#include "backends/common/slots.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cuda/codegen/fused.h"
 #include "backends/cuda/cublaslt.h"
@@ -481,15 +482,7 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     if (!is_result.count(s)) program->steps[i].release.push_back(s);
   // A value read for the last time, by one operand of its step, moves into that operand: a
   // kernel holding the only reference may write its result there.
-  for (Step& step : program->steps) {
-    step.move.assign(step.inputs.size(), false);
-    for (size_t k = 0; k < step.inputs.size(); ++k) {
-      const int s = step.inputs[k];
-      const bool last =
-          std::find(step.release.begin(), step.release.end(), s) != step.release.end();
-      step.move[k] = last && std::count(step.inputs.begin(), step.inputs.end(), s) == 1;
-    }
-  }
+  for (Step& step : program->steps) step.move = slots::moves_on_last_use(step.inputs, step.release);
   return program;
 }
 

@@ -136,12 +136,16 @@ class Emitter {
         << "// " << k.description << "\n"
         << "extern \"C\" __global__ void __launch_bounds__(" << kBlock << ") " << kNamePlaceholder
         << "(";
+    // A loop fusion's output may be written into the memory of a full-size input (a donated or
+    // dead operand's): each thread loads its elements of every input before it stores its
+    // outputs at the same indices, so those pointers may alias and are not __restrict__.
+    const char* restrict_kw = group_.kind == compiler::FusionKind::Loop ? "" : "__restrict__ ";
     for (size_t i = 0; i < group_.inputs.size(); ++i)
-      src << (i ? ", " : "") << "const " << c_type(group_.inputs[i]->type.dtype)
-          << "* __restrict__ in" << i;
+      src << (i ? ", " : "") << "const " << c_type(group_.inputs[i]->type.dtype) << "* "
+          << restrict_kw << "in" << i;
     for (size_t i = 0; i < group_.outputs.size(); ++i)
       src << (i || !group_.inputs.empty() ? ", " : "") << c_type(group_.outputs[i]->type.dtype)
-          << "* __restrict__ out" << i;
+          << "* " << restrict_kw << "out" << i;
     src << "@SCRATCH@) {\n";
     switch (group_.kind) {
       case compiler::FusionKind::Loop:

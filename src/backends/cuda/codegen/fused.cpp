@@ -50,9 +50,22 @@ DeviceKernel launcher(std::shared_ptr<const FusionKernel> k, Device* d, cudaKern
     std::vector<void*> pointers;
     pointers.reserve(k->params.size());
     for (const DeviceArray& a : in) pointers.push_back(a.data.get());
+    std::vector<bool> taken(in.size(), false);
     for (const KernelParam& p : k->params) {
       if (!p.output) continue;
-      outs.push_back(d->allocate(p.dtype, p.shape));
+      // A loop fusion writes an output into a full-size input that only this kernel holds.
+      int reuse = -1;
+      if (k->kind == compiler::FusionKind::Loop)
+        for (size_t i = 0; i < in.size() && reuse < 0; ++i)
+          if (!taken[i] && in[i].data.use_count() == 1 && in[i].dtype == p.dtype &&
+              in[i].size() == num_elements(p.shape))
+            reuse = static_cast<int>(i);
+      if (reuse >= 0) {
+        taken[reuse] = true;
+        outs.push_back(DeviceArray{p.dtype, p.shape, in[reuse].data});
+      } else {
+        outs.push_back(d->allocate(p.dtype, p.shape));
+      }
       pointers.push_back(outs.back().data.get());
     }
     std::shared_ptr<void> scratch, counters;  // freed in stream order after the kernel
