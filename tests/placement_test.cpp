@@ -150,6 +150,19 @@ TEST(Transfers, CountedPerDirectionAndExplicitness) {
   EXPECT_EQ(transfer_stats(TransferDirection::DeviceToHost).bytes - t.d2h.bytes, 24);
 }
 
+// The scalars of `x * 2.0 + 3.0` become constants of the traced program from their host values:
+// tracing reads nothing back from the device.
+TEST(Transfers, TracingReadsNoScalarBackFromTheDevice) {
+  auto f = jit([](const Array& x) { return x * 2.0 + 3.0; });
+  Array x = jnp::ones({4});
+  x.block_until_ready();
+  Transfers t;
+  Array y = f(x);  // traces and compiles
+  y.block_until_ready();
+  EXPECT_EQ(t.device_to_host(), 0);
+  EXPECT_EQ(y.to_vector<float>(), std::vector<float>(4, 5.0f));
+}
+
 TEST(Transfers, GuardLevelsPerDirection) {
   Array x = jnp::ones({2});
   {

@@ -18,6 +18,8 @@ std::string ShapeDtype::str() const {
 }
 
 namespace {
+constexpr size_t kHostValueBytes = 64;
+
 const ShapeDtype& invalid_aval() {
   throw Error("use of an uninitialized Array");
 }
@@ -187,6 +189,9 @@ Array array(const HostTensor& value, bool weak_type) {
   impl->platform = default_backend();  // uncommitted, on the default device as in JAX
   impl->buffer = std::make_shared<runtime::Buffer>(
       runtime::transfer_to_device(value, impl->platform, impl->device_id, true, impl->aval.str()));
+  // Kept only for small values: a kept copy shares a cpu buffer's memory, and a large array
+  // that something else holds could not be donated in place.
+  if (value.nbytes() <= kHostValueBytes) impl->host_value = std::make_shared<HostTensor>(value);
   return Array(impl);
 }
 

@@ -56,11 +56,13 @@ ir::Value* TraceContext::value_of(const Array& a) {
   if (it != constants_.end()) return it->second;
   // Constants go into the entry block so that they dominate every use, regions included.
   auto op = ir::make_op("stablehlo.constant", {}, {ir_type(impl->aval)});
-  // An array closed over by the trace becomes a constant of the program: an implicit
-  // device-to-host transfer, once per trace.
-  op->set_attr("value",
-               ir::Attribute::dense_elements(runtime::transfer_to_host(
-                   a.buffer()->wait(), false, impl->aval.str() + " closed over by a trace")));
+  // An array closed over by the trace becomes a constant of the program: from its host value
+  // when it was made from one, else an implicit device-to-host transfer, once per trace.
+  op->set_attr("value", ir::Attribute::dense_elements(
+                            impl->host_value ? *impl->host_value
+                                             : runtime::transfer_to_host(
+                                                   a.buffer()->wait(), false,
+                                                   impl->aval.str() + " closed over by a trace")));
   ir::Block& entry = function_->entry();
   op->parent = &entry;
   auto pos = entry.ops.begin();

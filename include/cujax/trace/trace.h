@@ -30,6 +30,9 @@ struct ArrayImpl {
   std::string platform = "cpu";
   int device_id = 0;
   bool committed = false;
+  // The value of a small array made from host data (a scalar such as the 2.0 of x * 2.0): a
+  // trace that closes over it takes it from here instead of reading it back from the device.
+  std::shared_ptr<const HostTensor> host_value;
   // Tracers:
   trace::TraceContext* trace = nullptr;
   ir::Value* value = nullptr;
