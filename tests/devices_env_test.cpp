@@ -139,3 +139,29 @@ TEST(DevicesEnv, SetPlatformsOverridesTheEnvironment) {
   EXPECT_NE(late.find("already chosen (set_platforms(\"cpu\"))"), std::string::npos) << late;
   EXPECT_EQ(default_backend(), "cpu");
 }
+
+// A device count set in code that differs from the environment's is an error naming both.
+TEST(DevicesEnv, SetNumCpuDevicesConflicts) {
+  REQUIRE_ENVIRONMENT("cpu");
+  EXPECT_EQ(error_of([] { runtime::set_num_cpu_devices(4); }),
+            "set_num_cpu_devices(4) conflicts with CUJAX_NUM_CPU_DEVICES=3 in the environment: set "
+            "the cpu device count in one place");
+  runtime::set_num_cpu_devices(3);  // agreeing with it is fine
+  EXPECT_EQ(device_count("cpu"), 3);
+  EXPECT_EQ(error_of([] { runtime::set_num_cpu_devices(5); }),
+            "set_num_cpu_devices(5): the cpu backend already has 3 devices, from "
+            "set_num_cpu_devices(3) (set the count once, before the devices are first used)");
+}
+
+// CUJAX_NUM_CPU_DEVICES=3 with XLA_FLAGS=--xla_force_host_platform_device_count=5.
+TEST(DevicesEnv, CountSetTwiceInTheEnvironment) {
+  REQUIRE_ENVIRONMENT("cpu");
+  const char* flags = std::getenv("XLA_FLAGS");
+  if (std::string(flags ? flags : "") != "--xla_force_host_platform_device_count=5")
+    GTEST_SKIP() << "run by CTest with XLA_FLAGS=--xla_force_host_platform_device_count=5";
+  const std::string expected =
+      "the cpu device count is set twice, to different values: CUJAX_NUM_CPU_DEVICES=3 and "
+      "XLA_FLAGS=--xla_force_host_platform_device_count=5; keep one of them";
+  EXPECT_EQ(error_of([] { runtime::num_cpu_devices(); }), expected);
+  EXPECT_EQ(error_of([] { runtime::set_num_cpu_devices(3); }), expected);
+}

@@ -28,6 +28,17 @@ namespace {
 namespace fs = std::filesystem;
 namespace jnp = cujax::numpy;
 
+// The message of the Error that f throws ("" when it does not throw).
+template <class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // --- SHA-256 -------------------------------------------------------------------------------
 
 TEST(Sha256, Fips180Vectors) {
@@ -127,7 +138,7 @@ TEST(Export, CallGivesTheJittedOutputsExactly) {
   const Inputs in = make_inputs();
   const std::vector<HostTensor> want = expected_outputs(in);
   const Exported exp = export_mlp();
-  const std::vector<Array> got = exp.call(in.params, in.x, in.labels, in.gate);
+  const std::vector<Array> got = exp.call(in.params, in.x, in.labels, in.gate).leaves();
   ASSERT_EQ(got.size(), 4u);
   for (size_t i = 0; i < 4; ++i)
     EXPECT_TRUE(same_bytes(got[i].to_host(), want[i])) << exp.out_leaves()[i].path;
@@ -168,8 +179,71 @@ TEST(Export, CallGivesTheJittedOutputsExactly) {
   std::vector<Array> flat;
   for (const auto& [path, value] : in.params) flat.push_back(value);
   for (const Array& a : {in.x, in.labels, in.gate}) flat.push_back(a);
-  const std::vector<Array> again = exp.call(flat);
+  const std::vector<Array> again = exp.call_flat(flat);
   for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(same_bytes(again[i].to_host(), want[i]));
+  EXPECT_TRUE(same_bytes(exp.call(flat)[3].array().to_host(), want[3]));
+}
+
+// Exported::call returns the output tree, as jax.export's Exported.call does: here a tuple of
+// an array, a State and a list, after a serialize/deserialize round trip.
+TEST(Export, CallReturnsTheOutputTree) {
+  auto f = jit([](const Array& x, const Array& w) {
+    const Array y = jnp::matmul(x, w);
+    State hidden;
+    hidden.set("dense.out", jnp::tanh(y));
+    hidden.set("dense.square", y * y);
+    return std::make_tuple(y, hidden, std::vector<Array>{jnp::sum(y), jnp::mean(y)});
+  });
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 6), {2, 3});
+  const Array w = jnp::reshape(jnp::linspace(0.5, 2.0, 12), {3, 4});
+  const auto want = f(x, w);
+  const Exported exp = Exported::deserialize(export_(f, x, w).serialize());
+  const DynamicTree out = exp.call(x, w);
+  EXPECT_EQ(tree_structure(out), tree_structure(want));
+  EXPECT_EQ(out.kind(), "tuple3");
+  ASSERT_EQ(out.size(), 3u);
+  const Array y = out[0];
+  EXPECT_EQ(y.to_vector<float>(), std::get<0>(want).to_vector<float>());
+  EXPECT_EQ(out[1].keys(), (std::vector<std::string>{"dense.out", "dense.square"}));
+  EXPECT_EQ(out[1]["dense.square"].array().to_vector<float>(),
+            std::get<1>(want).at("dense.square").to_vector<float>());
+  const State hidden = out[1].state();
+  EXPECT_EQ(hidden.at("dense.out").to_vector<float>(),
+            std::get<1>(want).at("dense.out").to_vector<float>());
+  EXPECT_EQ(out[2].as<std::vector<Array>>()[1].item<float>(), std::get<2>(want)[1].item<float>());
+  EXPECT_EQ(out.leaves().size(), 5u);
+  // A tree like any other: tree_map keeps its structure.
+  const DynamicTree doubled = tree_map([](const Array& a) { return a * 2.0; }, out);
+  EXPECT_EQ(tree_structure(doubled), tree_structure(want));
+  EXPECT_EQ(doubled[2][0].array().item<float>(), 2 * std::get<2>(want)[0].item<float>());
+  // as<T>() needs T's default value to have the tree's structure (a list's length does not).
+  using Out = std::tuple<Array, State, std::vector<Array>>;
+  EXPECT_NE(message_of([&] { (void)out.as<Out>(); }).find("the requested type is"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { (void)out["x"]; }).find("no key 'x'"), std::string::npos);
+  EXPECT_NE(message_of([&] { (void)out[1].array(); }).find("not an array leaf"), std::string::npos);
+}
+
+// Artifacts converted from jax.export record JAX's treedef text.
+TEST(Export, OutputTreeFromJaxTreedef) {
+  const std::vector<Array> leaves = {jnp::arange(2), jnp::arange(3), jnp::arange(4)};
+  const DynamicTree t =
+      DynamicTree::from_structure("jax:PyTreeDef((*, {'a': *, 'b': [*, None]}))", leaves);
+  EXPECT_EQ(t.kind(), "tuple2");
+  EXPECT_EQ(t[0].array().shape(), (Shape{2}));
+  EXPECT_EQ(t[1].kind(), "dict2");
+  EXPECT_EQ(t[1]["a"].array().shape(), (Shape{3}));
+  EXPECT_EQ(t[1]["b"][0].array().shape(), (Shape{4}));
+  EXPECT_EQ(t[1]["b"][1].kind(), "none");
+  EXPECT_EQ(DynamicTree::from_structure("jax:PyTreeDef((*,))", {leaves[0]}).kind(), "tuple1");
+  EXPECT_NE(message_of([&] {
+              (void)DynamicTree::from_structure("jax:PyTreeDef(CustomNode(Foo[()], [*]))", leaves);
+            }).find("call_flat"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              (void)DynamicTree::from_structure("tuple2(*,*,)", leaves);
+            }).find("3 arrays were given"),
+            std::string::npos);
 }
 
 TEST(Export, RecordsTheCallingConvention) {
@@ -275,7 +349,9 @@ TEST(Export, SerializeRoundTrips) {
   EXPECT_FALSE(back.is_compiled());
   const Inputs in = make_inputs();
   const std::vector<HostTensor> want = expected_outputs(in);
-  const std::vector<Array> got = back.call(in.params, in.x, in.labels, in.gate);
+  const auto [logits, hits, gated, total] =
+      back.call(in.params, in.x, in.labels, in.gate).as<std::tuple<Array, Array, Array, Array>>();
+  const std::vector<Array> got = {logits, hits, gated, total};
   for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(same_bytes(got[i].to_host(), want[i]));
   EXPECT_EQ(back.compiled_platform(), "cpu");
 }
@@ -470,7 +546,7 @@ TEST(ExportFixture, VersionOneArtifactStillGivesItsRecordedOutputs) {
   EXPECT_EQ(exp.in_leaves()[0].path, "params.dense1.kernel");
   std::vector<Array> inputs;
   for (const auto& f : fixture_inputs()) inputs.push_back(array(load_npy(f)));
-  const std::vector<Array> got = exp.call(inputs);
+  const std::vector<Array> got = exp.call_flat(inputs);
   ASSERT_EQ(got.size(), 4u);
   for (int i = 0; i < 4; ++i)
     expect_matches_recorded(got[i].to_host(), load_npy(fixture_outputs()[i]), fixture_outputs()[i]);
@@ -664,7 +740,9 @@ TEST(Aot, ExportedFirstCallAfterCompileDoesNoCompilation) {
     EXPECT_TRUE(exp.is_compiled());
     EXPECT_EQ(global_compile_count(), before + 1);
     const Exported copy = exp;  // copies share the compiled program
-    auto call = [&] { copy.call(in.params, in.x, in.labels, in.gate)[0].block_until_ready(); };
+    auto call = [&] {
+      copy.call(in.params, in.x, in.labels, in.gate)[0].array().block_until_ready();
+    };
     firsts.push_back(settled_call_ms(call));
     for (int i = 0; i < 5; ++i) steady.push_back(settled_call_ms(call));
     EXPECT_EQ(global_compile_count(), before + 1);

@@ -151,6 +151,38 @@ TEST(Jit, TreesInAndOut) {
   EXPECT_EQ(tree_structure(p), "struct cujax::Params(w=*,b=*)");
 }
 
+// tree_map(f, tree, rest...) in jax.tree_util.tree_map's order (the reversed order does not
+// compile: tests/compile_fail/tree_map_order.cpp).
+TEST(Tree, MapTakesTheFunctionFirst) {
+  const Params p{f32({1, 2, 3, 4}, {2, 2}), f32({5, 6}, {2})};
+  const Params g{f32({10, 20, 30, 40}, {2, 2}), f32({50, 60}, {2})};
+  const Params half = tree_map([](const Array& a) { return a * 0.5; }, p);
+  EXPECT_EQ(half.w.to_vector<float>(), (std::vector<float>{0.5f, 1, 1.5f, 2}));
+  EXPECT_EQ(half.b.to_vector<float>(), (std::vector<float>{2.5f, 3}));
+  // Several trees: f gets the leaves at the same place in each.
+  const Params sgd = tree_map([](const Array& a, const Array& b) { return a - 0.1 * b; }, p, g);
+  EXPECT_EQ(sgd.w.to_vector<float>(), (p.w - 0.1 * g.w).to_vector<float>());
+  EXPECT_EQ(sgd.b.to_vector<float>(), (p.b - 0.1 * g.b).to_vector<float>());
+  const Params sum3 = tree_map(
+      [](const Array& a, const Array& b, const Array& c) { return a + b + c; }, p, g, half);
+  EXPECT_EQ(sum3.b.to_vector<float>(), (std::vector<float>{57.5f, 69}));
+  // Static leaves and the structure stay; trees of another structure are refused.
+  using Tree = std::tuple<Array, int, std::vector<Array>>;
+  const Tree t{f32({1}, {1}), 7, {f32({2}, {1}), f32({3}, {1})}};
+  const Tree doubled = tree_map([](const Array& a) { return a * 2.0; }, t);
+  EXPECT_EQ(std::get<1>(doubled), 7);
+  EXPECT_EQ(std::get<2>(doubled)[1].to_vector<float>(), (std::vector<float>{6}));
+  const Tree shorter{f32({1}, {1}), 7, {f32({2}, {1})}};
+  try {
+    (void)tree_map([](const Array& a, const Array& b) { return a + b; }, t, shorter);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "tree_map: tree 1 has structure tuple3(*,s:7,list1(*)), but the first tree has "
+              "tuple3(*,s:7,list2(*,*))");
+  }
+}
+
 TEST(Jit, EagerAndJittedAgree) {
   auto fn = [](const Array& x, const Array& w) {
     return jnp::tanh(jnp::matmul(x, w)) * 0.5 + jnp::exp(-x * x);

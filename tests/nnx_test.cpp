@@ -4,13 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "cujax/grad.h"
 #include "cujax/jit.h"
 #include "cujax/nn.h"
 #include "cujax/nnx.h"
 #include "cujax/numpy.h"
+#include "cujax/optax.h"
 #include "cujax/random.h"
 
 namespace cujax {
@@ -208,6 +212,167 @@ TEST(Nnx, EvalShapeComputesNoValues) {
   ASSERT_EQ(avals.size(), 2u);
   EXPECT_EQ(avals[0].first, "kernel");
   EXPECT_EQ(avals[0].second.shape, (Shape{1000, 3000}));
+}
+
+}  // namespace
+}  // namespace cujax
+
+namespace cujax {
+namespace {
+
+// ----- Modules that would fail silently, and Flax NNX's training names ---------------------
+
+// A two-layer MLP as Flax's NNX tutorials write it, registering both layers.
+struct TwoLayers : nnx::Module {
+  nnx::Linear linear1, linear2;
+  explicit TwoLayers(nnx::Rngs& rngs) : linear1(3, 4, rngs), linear2(4, 2, rngs) {
+    child("linear1", linear1);
+    child("linear2", linear2);
+  }
+  Array operator()(const Array& x) const { return linear2(nn::relu(linear1(x))); }
+};
+
+// The case: a submodule never registered (state() used to be silently empty).
+struct NothingRegistered : nnx::Module {
+  nnx::Linear linear;
+  explicit NothingRegistered(nnx::Rngs& rngs) : linear(3, 4, rngs) {}
+};
+
+// One of two layers forgotten.
+struct SecondForgotten : nnx::Module {
+  nnx::Linear linear1, linear2;
+  explicit SecondForgotten(nnx::Rngs& rngs) : linear1(3, 4, rngs), linear2(4, 2, rngs) {
+    child("linear1", linear1);
+  }
+};
+
+// A Variable member instead of param(...).
+struct VariableMember : nnx::Module {
+  nnx::Variable scale{VariableKind::Param, jnp::ones({3})};
+};
+
+// A registered child that itself forgot a member: found from the outer module too.
+struct Outer : nnx::Module {
+  SecondForgotten inner;
+  explicit Outer(nnx::Rngs& rngs) : inner(rngs) { child("inner", inner); }
+};
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+size_t offset_in(const void* object, const void* member) {
+  return static_cast<size_t>(static_cast<const char*>(member) - static_cast<const char*>(object));
+}
+
+TEST(NnxMembers, UnregisteredMembersAreErrorsNamingThem) {
+  nnx::Rngs rngs(0);
+  TwoLayers good(rngs);
+  EXPECT_EQ(nnx::state(good).size(), 4u);
+
+  NothingRegistered none_registered(rngs);
+  const std::string e1 = message_of([&] { (void)nnx::state(none_registered); });
+  EXPECT_NE(e1.find("NothingRegistered holds a cujax::nnx::Linear member (at byte " +
+                    std::to_string(offset_in(&none_registered, &none_registered.linear)) + " of "),
+            std::string::npos)
+      << e1;
+  EXPECT_NE(e1.find("child(\"name\", member)"), std::string::npos) << e1;
+
+  SecondForgotten forgot(rngs);
+  const std::string e2 = message_of([&] { (void)nnx::split(forgot); });
+  EXPECT_NE(e2.find("at byte " + std::to_string(offset_in(&forgot, &forgot.linear2))),
+            std::string::npos)
+      << e2;
+
+  VariableMember var;
+  const std::string e3 = message_of([&] { (void)nnx::state(var); });
+  EXPECT_NE(e3.find("holds a cujax::nnx::Variable member"), std::string::npos) << e3;
+  EXPECT_NE(e3.find("param(\"name\", value)"), std::string::npos) << e3;
+
+  Outer outer(rngs);
+  const std::string e4 = message_of([&] {
+    (void)nnx::functional_call(outer, nnx::state(static_cast<nnx::Module&>(outer)),
+                               [] { return 0; });
+  });
+  EXPECT_NE(e4.find("Outer holds a cujax::nnx::Linear member (at byte " +
+                    std::to_string(offset_in(&outer, &outer.inner.linear2))),
+            std::string::npos)
+      << e4;
+}
+
+// Flax's idiom of nnx.merge inside jit would leave tracers in the module: refused, pointing to
+// functional_call, and the module keeps its concrete values.
+TEST(NnxMembers, MergeUnderATraceIsAnError) {
+  nnx::Rngs rngs(0);
+  nnx::Linear lin(2, 3, rngs);
+  auto [graphdef, states] = nnx::split(lin);
+  auto f = jit([&, graphdef = graphdef](const State& params, const Array& x) {
+    nnx::merge(graphdef, {params});
+    return lin(x);
+  });
+  const std::string e = message_of([&] { (void)f(states[0], jnp::ones({1, 2})); });
+  EXPECT_NE(e.find("nnx.merge: 'kernel' is a tracer"), std::string::npos) << e;
+  EXPECT_NE(e.find("nnx::functional_call(model, state, fn)"), std::string::npos) << e;
+  EXPECT_FALSE(lin.kernel->value.is_tracer());
+  // Eagerly, merge still puts concrete states back.
+  State doubled = states[0];
+  doubled.set("kernel", states[0].at("kernel") * 2.0);
+  nnx::merge(graphdef, {doubled});
+  expect_close(lin.kernel->value, states[0].at("kernel") * 2.0, 0);
+}
+
+TEST(NnxTraining, ValueAndGradMatchesTheFunctionalForm) {
+  nnx::Rngs rngs(1);
+  TwoLayers model(rngs);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 15), {5, 3});
+  const Array y = jnp::reshape(jnp::linspace(0.0, 1.0, 10), {5, 2});
+  auto loss_fn = [](TwoLayers& m, const Array& xs, const Array& ys) {
+    return jnp::mean(jnp::square(m(xs) - ys));
+  };
+  auto grad_fn = nnx::value_and_grad(loss_fn);
+  auto [loss, grads] = grad_fn(model, x, y);
+  // The reference: the loss as a function of the parameter State, differentiated by cujax::grad.
+  const State params = nnx::state(model, VariableKind::Param);
+  auto [want_loss, want] = cujax::value_and_grad([&](const State& p) {
+    return nnx::functional_call(model, p, [&] { return loss_fn(model, x, y); });
+  })(params);
+  expect_close(loss, want_loss, 1e-6);
+  ASSERT_EQ(grads.size(), 4u);
+  for (const auto& [path, g] : want) expect_close(grads.at(path), g, 1e-6);
+  expect_close(nnx::grad(loss_fn)(model, x, y).at("linear2.kernel"), want.at("linear2.kernel"),
+               1e-6);
+  EXPECT_FALSE(model.linear1.kernel->value.is_tracer());
+}
+
+TEST(NnxTraining, OptimizerUpdatesTheModelInPlace) {
+  nnx::Rngs rngs(2);
+  TwoLayers model(rngs);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 15), {5, 3});
+  const Array y = jnp::reshape(jnp::linspace(0.0, 1.0, 10), {5, 2});
+  auto loss_fn = [&](TwoLayers& m) { return jnp::mean(jnp::square(m(x) - y)); };
+  nnx::Optimizer optimizer(model, optax::sgd(0.1));
+  const State before = nnx::state(model);
+  auto [loss, grads] = nnx::value_and_grad(loss_fn)(model);
+  optimizer.update(grads);
+  EXPECT_EQ(optimizer.step(), 1);
+  for (const auto& [path, p] : nnx::state(model))
+    expect_close(p, before.at(path) - 0.1 * grads.at(path), 1e-6);
+  // Training lowers the loss.
+  auto grad_fn = nnx::value_and_grad(loss_fn);
+  for (int i = 0; i < 20; ++i) optimizer.update(model, grad_fn(model).second);
+  EXPECT_LT(grad_fn(model).first.item<float>(), loss.item<float>());
+  TwoLayers other(rngs);
+  EXPECT_NE(message_of([&] { optimizer.update(other, grads); }).find("not the one"),
+            std::string::npos);
+  State wrong = grads;
+  wrong.set("linear3.kernel", jnp::ones({1}));
+  EXPECT_NE(message_of([&] { optimizer.update(wrong); }).find("grads has 5 entries"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "cujax/grad.h"
 #include "cujax/jit.h"
+#include "cujax/lax.h"
 #include "cujax/numpy.h"
 
 namespace cujax {
@@ -790,6 +792,126 @@ TEST(NumpyIndexing, ArrayIndices) {
               (void)jnp::at(x, {iarr({0, 1}, {2}), iarr({0, 1, 2}, {3})});
             }).find("shape mismatch"),
             std::string::npos);
+}
+
+// x[...] (Array::operator[]) against the explicit lax ops JAX lowers each form to.
+TEST(ArrayIndexing, IntegersAndSlicesAreLaxSlices) {
+  const Array x = jnp::reshape(jnp::arange(12), {3, 4});
+  // x[1]: slice row 1, drop the dimension.
+  EXPECT_EQ(i32(x[1]), i32(lax::reshape(lax::slice(x, {1, 0}, {2, 4}), {4})));
+  EXPECT_EQ(x[1].shape(), (Shape{4}));
+  EXPECT_EQ(i32(x[-1]), i32(lax::reshape(lax::slice(x, {2, 0}, {3, 4}), {4})));
+  EXPECT_EQ(i32(x[size_t{2}]), i32(x[-1]));  // any integer type
+  EXPECT_EQ((x[{1, 2}].item<int32_t>()), 6);
+  EXPECT_EQ(x[{0}].shape(), (Shape{4}));
+  // x[1:3, ::2]
+  EXPECT_EQ(i32(x[{Slice(1, 3), Slice(none, none, 2)}]),
+            i32(lax::slice(x, {1, 0}, {3, 4}, {1, 2})));
+  // Negative bounds count from the end; out-of-range bounds are clamped: x[-2:100] is x[1:].
+  EXPECT_EQ(i32(x[Slice(-2, 100)]), i32(lax::slice(x, {1, 0}, {3, 4})));
+  EXPECT_EQ(i32(x[Slice(-100, 100)]), i32(x));
+  EXPECT_EQ(x[Slice(5, none)].shape(), (Shape{0, 4}));
+  EXPECT_EQ(x[Slice(2, 1)].shape(), (Shape{0, 4}));
+  // x[:, ::-1] is a reverse; x[:, 3:0:-2] a reverse then a strided slice.
+  EXPECT_EQ(i32(x[{Slice(), Slice(none, none, -1)}]), i32(lax::rev(x, {1})));
+  EXPECT_EQ(i32(x[{Slice(), Slice(3, 0, -2)}]),
+            i32(lax::slice(lax::rev(x, {1}), {0, 0}, {3, 3}, {1, 2})));
+  // newaxis (or none) and Ellipsis.
+  EXPECT_EQ(i32(x[newaxis]), i32(lax::reshape(x, {1, 3, 4})));
+  EXPECT_EQ(x[none].shape(), (Shape{1, 3, 4}));
+  EXPECT_EQ((x[{Slice(), newaxis, 0}].shape()), (Shape{3, 1}));
+  const Array t = jnp::reshape(jnp::arange(24), {2, 3, 4});
+  EXPECT_EQ(i32(t[{Ellipsis, 2}]), i32(lax::reshape(lax::slice(t, {0, 0, 2}, {2, 3, 3}), {2, 3})));
+  EXPECT_EQ(i32(t[{1, Ellipsis, 2}]), (std::vector<int32_t>{14, 18, 22}));
+  EXPECT_EQ(i32(t[Ellipsis]), i32(t));
+  // A prepared index.
+  const Index index = {Slice(), -1, Slice(1, none)};
+  EXPECT_EQ(i32(t[index]), i32(jnp::at(t, index)));
+  // Errors as JAX's: an out-of-range integer and too many indices.
+  EXPECT_EQ(error_of([&] { (void)x[3]; }),
+            "numpy.at: index 3 is out of bounds for axis 0 with size 3");
+  EXPECT_THROW(((void)x[{0, 0, 0}]), jnp::IndexError);
+}
+
+TEST(ArrayIndexing, IntegerArraysAreGathers) {
+  const Array x = jnp::reshape(jnp::arange(12), {3, 4});
+  const Array idx = iarr({2, 0, -1, 2}, {4});
+  // x[idx] is take along axis 0 (negative indices count from the end).
+  EXPECT_EQ(i32(x[idx]), i32(jnp::take(x, iarr({2, 0, 2, 2}, {4}), 0)));
+  // The same rows through an explicit gather: one index per row, whole rows as slices.
+  lax::GatherDimensionNumbers dims;
+  dims.offset_dims = {1};
+  dims.collapsed_slice_dims = {0};
+  dims.start_index_map = {0};
+  EXPECT_EQ(i32(x[idx]), i32(lax::gather(x, iarr({2, 0, 2, 2}, {4, 1}), dims, {1, 4})));
+  // x[:, idx] and two arrays broadcast together: x[[0, 2], [1, 3]].
+  EXPECT_EQ(i32(x[{Slice(), iarr({3, 0}, {2})}]), i32(jnp::take(x, iarr({3, 0}, {2}), 1)));
+  EXPECT_EQ(i32(x[{iarr({0, 2}, {2}), iarr({1, 3}, {2})}]), (std::vector<int32_t>{1, 11}));
+  // A boolean mask (eager).
+  EXPECT_EQ(i32(x[x % 5 == 0]), (std::vector<int32_t>{0, 5, 10}));
+}
+
+TEST(ArrayIndexing, TransposeAndMatrixTranspose) {
+  const Array t = jnp::reshape(jnp::arange(24), {2, 3, 4});
+  EXPECT_EQ(t.T().shape(), (Shape{4, 3, 2}));
+  EXPECT_EQ(i32(t.T()), i32(lax::transpose(t, {2, 1, 0})));
+  EXPECT_EQ(t.mT().shape(), (Shape{2, 4, 3}));
+  EXPECT_EQ(i32(t.mT()), i32(lax::transpose(t, {0, 2, 1})));
+  EXPECT_EQ(i32(jnp::matrix_transpose(t)), i32(t.mT()));
+  const Array v = jnp::arange(3);
+  EXPECT_EQ(i32(v.T()), i32(v));  // .T of a vector is the vector, as in NumPy
+  EXPECT_NE(error_of([&] { (void)v.mT(); }).find("at least two-dimensional"), std::string::npos);
+}
+
+TEST(ArrayIndexing, UnderJitAndGrad) {
+  auto f = [](const Array& x, const Array& i) {
+    return std::vector<Array>{
+        x[1],  x[{Slice(), Slice(none, none, -2)}], x[i], x[{Ellipsis, i}], x.T()[{0, newaxis}],
+        x.mT()};
+  };
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 12), {3, 4});
+  const Array i = iarr({2, 0}, {2});
+  const std::vector<Array> eager = f(x, i);
+  const std::vector<Array> traced = jit(f)(x, i);
+  ASSERT_EQ(eager.size(), traced.size());
+  for (size_t k = 0; k < eager.size(); ++k) {
+    EXPECT_EQ(eager[k].aval(), traced[k].aval()) << "output " << k;
+    EXPECT_EQ(f32(eager[k]), f32(traced[k])) << "output " << k;
+  }
+  // Static integers and slices lower to slice and reshape; an index array to a gather.
+  const std::string sliced = jit([](const Array& a) {
+                               return a[{1, Slice(1, none, 2)}];
+                             })
+                                 .lower(ShapeDtype{{3, 4}, DType::F32})
+                                 .as_text();
+  EXPECT_NE(sliced.find("stablehlo.slice"), std::string::npos) << sliced;
+  EXPECT_EQ(sliced.find("stablehlo.gather"), std::string::npos) << sliced;
+  const std::string gathered =
+      jit([](const Array& a, const Array& j) { return a[j]; })
+          .lower(ShapeDtype{{3, 4}, DType::F32}, ShapeDtype{{2}, DType::I32})
+          .as_text();
+  EXPECT_NE(gathered.find("stablehlo.gather"), std::string::npos) << gathered;
+
+  // Gradients: a slice's cotangent is zero outside the slice; a gather's adds up over repeated
+  // indices. References: the same loss with the explicit lax slice, and x[idx] as
+  // one_hot(idx) @ x, whose gradient is one_hot(idx)^T @ w.
+  const Array w = jnp::reshape(jnp::linspace(0.5, 2.0, 8), {2, 4});
+  auto sliced_loss = [&](const Array& a) { return jnp::sum(a[{Slice(none, none, 2)}] * w); };
+  auto lax_loss = [&](const Array& a) {
+    return jnp::sum(lax::slice(a, {0, 0}, {3, 4}, {2, 1}) * w);
+  };
+  EXPECT_EQ(f32(grad(sliced_loss)(x)), f32(grad(lax_loss)(x)));
+  const Array rep = iarr({2, 2}, {2});
+  auto gather_loss = [&](const Array& a) { return jnp::sum(a[rep] * w); };
+  const Array want = jnp::matmul(jnp::one_hot(rep, 3).T(), w);
+  expect_near(f32(grad(gather_loss)(x)), f32(want));
+  expect_near(f32(grad(gather_loss)(x)[2]), f32(w[0] + w[1]));
+  // mT and T are transposes for the gradient too.
+  const Array m = jnp::reshape(jnp::linspace(1.0, 6.0, 6), {2, 3});
+  auto t_loss = [&](const Array& a) { return jnp::sum(a.T()[Slice(none, 2)] * m); };
+  const Array gt = grad(t_loss)(x);
+  EXPECT_EQ(f32(gt[{Slice(), Slice(none, 2)}]), f32(m.T()));
+  EXPECT_EQ(f32(gt[{Slice(), Slice(2, none)}]), std::vector<float>(6, 0.0f));
 }
 
 TEST(NumpyIndexing, IndexUpdates) {

@@ -127,6 +127,34 @@ TEST(Partitionable, SplitFoldInSymmetry) {
     EXPECT_EQ(u32s(jr::fold_in(key, i)), u32s(jr::key_at(keys, i))) << i;
 }
 
+// Keys from split destructure as JAX's `key, subkey = random.split(key)` and index as
+// split(key, 3)[i]; the results are the rows of the u32[n, 2] array ([DOCS] and [RT] above).
+TEST(Partitionable, SplitKeysDestructureAndIndex) {
+  const Array key = jr::key(0);
+  auto [next, subkey] = jr::split(key);
+  EXPECT_FLOAT_EQ(jr::uniform(subkey).item<float>(), 0.00729382f);
+  const Array keys = jr::split(key, 2);
+  EXPECT_EQ(u32s(next), u32s(jr::key_at(keys, 0)));
+  EXPECT_EQ(u32s(subkey), u32s(jr::key_at(keys, 1)));
+  // split(key) is still the u32[2, 2] array where an Array is wanted.
+  const Array pair = jr::split(key);
+  EXPECT_EQ(u32s(pair), u32s(keys));
+  EXPECT_EQ(jr::split(key).shape(), (Shape{2, 2}));
+  // split(key, 3)[i] == fold_in(key, i) ([RT] test_threefry_split_fold_in_symmetry).
+  const Array k72 = jr::PRNGKey(72);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(u32s(jr::split(k72, 3)[i]), u32s(jr::fold_in(k72, static_cast<uint32_t>(i)))) << i;
+  auto [a, b, c] = jr::split<3>(k72);
+  EXPECT_EQ(u32s(a), u32s(jr::fold_in(k72, 0u)));
+  EXPECT_EQ(u32s(b), u32s(jr::fold_in(k72, 1u)));
+  EXPECT_EQ(u32s(c), u32s(jr::fold_in(k72, 2u)));
+  // Through jit: the keys are one array leaf of the result.
+  auto split_jit = cujax::jit([](const Array& k) { return jr::split(k); });
+  auto [j1, j2] = split_jit(key);
+  EXPECT_EQ(u32s(j1), u32s(next));
+  EXPECT_EQ(u32s(j2), u32s(subkey));
+}
+
 // The partitionable bits are xor of the two hash words of the element's (hi, lo) index.
 TEST(Partitionable, BitsLayout) {
   const Array key = jr::PRNGKey(7);
@@ -194,9 +222,9 @@ TEST(Original, DocsNormalDraws) {
   Array key = jr::PRNGKey(12);
   const double expected[] = {0.735927939414978, 1.810187578201294, 0.11553369462490082};
   for (double e : expected) {
-    const Array keys = jr::split(key);
-    EXPECT_NEAR(jr::normal(jr::key_at(keys, 1)).item<float>(), e, 2e-7 * (1 + std::abs(e)));
-    key = jr::key_at(keys, 0);
+    auto [new_key, subkey] = jr::split(key);
+    EXPECT_NEAR(jr::normal(subkey).item<float>(), e, 2e-7 * (1 + std::abs(e)));
+    key = new_key;
   }
 }
 

@@ -88,6 +88,22 @@ TEST_F(Sharding8, MeshAndSpecStrings) {
   EXPECT_EQ(SingleDeviceSharding(3).str(), "SingleDeviceSharding(device=CpuDevice(id=3))");
 }
 
+// JAX's None in a PartitionSpec: std::nullopt, none, nullptr, a null const char* or an empty
+// optional all mean "this dimension is not partitioned".
+TEST_F(Sharding8, NoneEntriesInSpecs) {
+  const P want("data", std::nullopt);
+  EXPECT_EQ(P("data", nullptr), want);
+  EXPECT_EQ(P("data", none), want);
+  const char* no_axis = nullptr;
+  EXPECT_EQ(P("data", no_axis), want);
+  EXPECT_EQ(P(std::optional<std::string>("data"), std::optional<std::string>()), want);
+  EXPECT_EQ(P(nullptr, "model").str(), "PartitionSpec(None, 'model')");
+  EXPECT_EQ(P(nullptr, "model"), P(std::nullopt, "model"));
+  const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
+  EXPECT_EQ(NamedSharding(mesh, P("data", nullptr)).hlo({8, 6}).str(),
+            NamedSharding(mesh, P("data", std::nullopt)).hlo({8, 6}).str());
+}
+
 TEST_F(Sharding8, ShardIndexMath) {
   const Mesh mesh = make_mesh({4, 2}, {"data", "model"});
   const Sharding s = NamedSharding(mesh, P(std::nullopt, "model"));

@@ -3,9 +3,13 @@
 // their shape and dtype. User code is written once and runs either way.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "cujax/core/dtype.h"
@@ -47,6 +51,7 @@ struct ShapeDtype {
 class Sharding;
 
 struct ArrayImpl;
+struct IndexItem;
 
 class Array {
  public:
@@ -84,6 +89,17 @@ class Array {
   // Truth of a one-element array; throws ConcretizationError on a tracer (use where/cond).
   explicit operator bool() const;
 
+  // x[index] with NumPy's rules (numpy::at): an integer, Slice(start, stop, step), newaxis,
+  // Ellipsis or an integer array, or several items in braces: x[1, ::2] is
+  // x[{1, Slice(none, none, 2)}]. Integers and slices lower to one slice and a reshape, array
+  // indices to a gather.
+  Array operator[](const IndexItem& item) const;
+  Array operator[](std::initializer_list<IndexItem> index) const;
+  Array operator[](const std::vector<IndexItem>& index) const;
+  // x.T: the axes reversed. x.mT: the last two axes swapped (jnp.matrix_transpose).
+  Array T() const;
+  Array mT() const;
+
   // Devices and placement: "cpu:0".
   std::vector<std::string> devices() const;
   std::string sharding() const;
@@ -106,6 +122,42 @@ class Array {
   void check_host_type(DType requested, const char* what) const;
   std::shared_ptr<ArrayImpl> impl_;
 };
+
+// ----- Index items (x[...]) -----------------------------------------------------------------
+
+// Python's None where an optional bound or axis is meant: Slice(1, none), x[none].
+inline constexpr std::nullopt_t none = std::nullopt;
+
+// A Python slice start:stop:step; none is an open bound. Bounds count from the end when
+// negative and are clamped to the dimension, as in NumPy.
+struct Slice {
+  std::optional<int64_t> start, stop, step;
+  explicit Slice(std::optional<int64_t> start_ = std::nullopt,
+                 std::optional<int64_t> stop_ = std::nullopt,
+                 std::optional<int64_t> step_ = std::nullopt)
+      : start(start_), stop(stop_), step(step_) {}
+};
+struct NewAxisT {};
+struct EllipsisT {};
+// x[newaxis] (x[None] in NumPy) inserts a dimension of size 1; x[Ellipsis] (x[...]) stands for
+// every dimension not otherwise indexed.
+inline constexpr NewAxisT newaxis{};
+inline constexpr NewAxisT NewAxis{};
+inline constexpr EllipsisT Ellipsis{};
+
+// One item of an index tuple: an integer, a Slice, newaxis (or none), Ellipsis, or an integer
+// (or concrete boolean) Array.
+struct IndexItem {
+  std::variant<int64_t, Slice, NewAxisT, EllipsisT, Array> v;
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) IndexItem(I i) : v(static_cast<int64_t>(i)) {}  // NOLINT
+  IndexItem(Slice s) : v(s) {}                                                     // NOLINT
+  IndexItem(NewAxisT n) : v(n) {}                                                  // NOLINT
+  IndexItem(std::nullopt_t) : v(NewAxisT{}) {}                                     // NOLINT
+  IndexItem(EllipsisT e) : v(e) {}                                                 // NOLINT
+  IndexItem(const Array& a) : v(a) {}                                              // NOLINT
+};
+using Index = std::vector<IndexItem>;
 
 // The value of `x` on the host: an explicit device-to-host transfer (jax.device_get), where
 // to_host() and item() are implicit ones for the transfer guard.

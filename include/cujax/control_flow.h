@@ -83,12 +83,16 @@ FlatFn flat_branch(Fn fn, const Tuple& operands, std::shared_ptr<std::optional<O
 
 template <class T>
 T slice_structure(const T& xs) {
-  return tree_map(xs, [](const Array& a) {
-    if (a.ndim() == 0)
-      throw Error("scan: every leaf of xs must have a leading axis to scan over, got a scalar " +
-                  a.aval().str());
-    return a;
-  });
+  return tree_map(
+      [](const Array& a) {
+        if (a.ndim() == 0)
+          throw Error(
+              "scan: every leaf of xs must have a leading axis to scan over, got a "
+              "scalar " +
+              a.aval().str());
+        return a;
+      },
+      xs);
 }
 
 }  // namespace detail

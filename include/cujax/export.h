@@ -7,7 +7,8 @@
 //   Exported exp = export_(f, params, ShapeDtype{{8, 784}, DType::F32});
 //   exp.save("model.cujax");                             // atomic
 //   Exported back = Exported::load("model.cujax");       // checks magic, version, checksum
-//   std::vector<Array> out = back.call(params, x);       // compiles once, then reuses it
+//   DynamicTree out = back.call(params, x);              // the output tree; compiles once
+//   Array logits = out[0];                               // out["key"] for dicts and structs
 //
 // Specs are what Jitted::lower takes: ShapeDtype for an array argument, or a tree (a State of
 // parameters, a struct) whose arrays stand for their own shape and dtype (their values are not
@@ -18,11 +19,94 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "cujax/jit.h"
+#include "cujax/tree.h"
 
 namespace cujax {
+
+// A tree whose structure is known only at run time, as the output of a loaded Exported is:
+// what JAX hands back as a pytree. A node is an array leaf, a static leaf (its printed value)
+// or a container ("tuple2", "list3", "dict2", "state4", "pair", "some", "none", "struct T")
+// whose children are reached by position or, for dicts, States and structs, by key. As a tree
+// (jit, tree_map, Exported::call) it has the structure it was built from.
+class DynamicTree {
+ public:
+  DynamicTree() = default;
+  // Builds the tree from a structure as Exported::out_tree() spells it (trace::flatten_arguments
+  // form, or "jax:PyTreeDef(...)" with tuples, lists, dicts and None) and its leaves in order.
+  // Throws Error naming the structure when it cannot be read or the leaf count differs.
+  static DynamicTree from_structure(const std::string& structure, const std::vector<Array>& leaves);
+
+  bool is_leaf() const { return kind_ == "*"; }
+  bool is_static() const { return kind_ == "s"; }
+  // "*" for an array leaf, "s" for a static leaf, else the container kind.
+  const std::string& kind() const { return kind_; }
+  // The array of a leaf; throws Error for any other node.
+  const Array& array() const;
+  operator const Array&() const { return array(); }  // NOLINT: Array a = out[0];
+  // The printed value of a static leaf.
+  const std::string& static_value() const;
+  size_t size() const { return children_.size(); }
+  const DynamicTree& operator[](size_t i) const;
+  const DynamicTree& operator[](const std::string& key) const;
+  const std::vector<std::string>& keys() const { return keys_; }  // empty unless keyed
+  // Every array leaf in order.
+  std::vector<Array> leaves() const;
+  // A dict, State or struct as a State: leaf paths joined with "." ("dense1.kernel").
+  State state() const;
+  // The tree as a C++ type: Array, State, std::vector<Array>, or a type whose default value has
+  // this tree's structure (tuples, pairs, std::array and registered structs of arrays).
+  template <class T>
+  T as() const;
+
+ private:
+  friend struct TreeTraits<DynamicTree>;
+  std::string kind_ = "tuple0";
+  Array array_;
+  std::string static_;
+  std::vector<std::string> keys_;
+  std::vector<DynamicTree> children_;
+  friend class DynamicTreeParser;
+};
+
+template <>
+struct TreeTraits<DynamicTree> {
+  static void visit(DynamicTree& t, TreeVisitor& vis) {
+    if (t.is_leaf()) return vis.leaf(t.array_);
+    if (t.is_static()) return vis.static_leaf(t.static_);
+    vis.open(t.kind_);
+    for (size_t i = 0; i < t.children_.size(); ++i) {
+      if (!t.keys_.empty()) vis.key(t.keys_[i]);
+      visit(t.children_[i], vis);
+    }
+    vis.close();
+  }
+};
+
+template <class T>
+T DynamicTree::as() const {
+  if constexpr (std::is_same_v<T, Array>) {
+    return array();
+  } else if constexpr (std::is_same_v<T, State>) {
+    return state();
+  } else if constexpr (std::is_same_v<T, std::vector<Array>>) {
+    std::vector<Array> out;
+    for (size_t i = 0; i < size(); ++i) out.push_back((*this)[i].array());
+    if (kind_ != "list" + std::to_string(size()))
+      throw Error("DynamicTree::as<std::vector<Array>>: the tree is " + tree_structure(*this) +
+                  ", not a list of arrays");
+    return out;
+  } else {
+    const T structure{};
+    const std::string want = tree_structure(structure), have = tree_structure(*this);
+    if (want != have)
+      throw Error("DynamicTree::as: the tree is " + have + ", but the requested type is " + want);
+    return tree_unflatten(structure, leaves());
+  }
+}
 
 // The artifact format this cujax writes and the only one it reads.
 inline constexpr int kExportFormatVersion = 1;
@@ -81,20 +165,26 @@ class Exported {
   // The platform compiled for ("" before compile()).
   std::string compiled_platform() const;
 
-  // Runs on the flat input leaves (in in_leaves() order); returns the flat outputs, ready
-  // later. Throws Error naming the leaf whose shape or dtype differs.
-  std::vector<Array> call(const std::vector<Array>& leaves) const;
-  // Flattens arguments as the exported function took them and checks their tree structure.
+  // Runs on the flat input leaves (in in_leaves() order); returns the flat outputs (in
+  // out_leaves() order), ready later. Throws Error naming the leaf whose shape or dtype differs.
+  std::vector<Array> call_flat(const std::vector<Array>& leaves) const;
+  // jax.export's Exported.call: flattens the arguments as the exported function took them,
+  // checks their tree structure, and returns the output tree (out_tree()). One std::vector of
+  // arrays is taken as the flat input leaves, as call_flat does.
   template <class... Args>
-  std::vector<Array> call(const Args&... args) const {
-    std::vector<Array> leaves;
-    std::vector<std::string> paths;
-    std::vector<int> arg_of_leaf;
-    std::string structure;
-    trace::flatten_arguments(std::tuple<Args...>(args...), {}, leaves, paths, arg_of_leaf,
-                             structure);
-    check_structure(structure);
-    return call(leaves);
+  DynamicTree call(const Args&... args) const {
+    if constexpr (sizeof...(Args) == 1 && (std::is_same_v<Args, std::vector<Array>> && ...)) {
+      return DynamicTree::from_structure(out_tree_, call_flat(args...));
+    } else {
+      std::vector<Array> leaves;
+      std::vector<std::string> paths;
+      std::vector<int> arg_of_leaf;
+      std::string structure;
+      trace::flatten_arguments(std::tuple<Args...>(args...), {}, leaves, paths, arg_of_leaf,
+                               structure);
+      check_structure(structure);
+      return DynamicTree::from_structure(out_tree_, call_flat(leaves));
+    }
   }
 
  private:

@@ -148,11 +148,13 @@ class Transformed {
 
 template <class T>
 T fresh_tree(const T& tree, std::vector<Array>& inputs) {
-  return tree_map(tree, [&](const Array& a) {
-    Array t = fresh(a);
-    inputs.push_back(t);
-    return t;
-  });
+  return tree_map(
+      [&](const Array& a) {
+        Array t = fresh(a);
+        inputs.push_back(t);
+        return t;
+      },
+      tree);
 }
 
 template <class T>

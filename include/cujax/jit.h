@@ -451,11 +451,13 @@ class Jitted {
     trace::TraceContext tc("jit_" + core_->options().name);
     trace::TraceScope scope(&tc);
     size_t i = 0;
-    auto tracers = tree_map(args, [&](const Array& a) -> Array {
-      const size_t leaf = i++;
-      if (sig.static_leaf[leaf]) return a;
-      return tc.add_argument(sig.leaves[leaf].aval, sig.leaves[leaf].path);
-    });
+    auto tracers = tree_map(
+        [&](const Array& a) -> Array {
+          const size_t leaf = i++;
+          if (sig.static_leaf[leaf]) return a;
+          return tc.add_argument(sig.leaves[leaf].aval, sig.leaves[leaf].path);
+        },
+        args);
     Out out = std::apply(fn_, tracers);
     auto module = tc.finish(tree_leaves(out));
     trace::mark_donated(*module, core_->donated_leaves(sig));

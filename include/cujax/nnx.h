@@ -9,3 +9,4 @@
 #include "cujax/nnx/normalization.h"
 #include "cujax/nnx/rngs.h"
 #include "cujax/nnx/sequential.h"
+#include "cujax/nnx/training.h"

@@ -24,13 +24,15 @@
 // unsigned 64-bit integer therefore gives f32 (weak). A C++ integer that does not fit the
 // dtype it is converted to (uint8_array + 300) throws, as JAX raises OverflowError.
 //
-// Indexing (x[idx] in NumPy) is `at(x, {items...})`, an item being
-//   an integer             x[3], x[-1]              at(x, {3}), at(x, {-1})
-//   Slice(start, stop, step)  x[1::2], x[::-1]      at(x, {Slice(1, none, 2)}), at(x, {Slice(none,
-//   none, -1)}) NewAxis                x[None]                  at(x, {NewAxis}) Ellipsis x[..., 0]
-//   at(x, {Ellipsis, 0}) an integer Array       x[idx] (gather)          at(x, {idx}); several
-//   broadcast together a bool Array (eager)   x[mask]                  at(x, {mask}); needs a
-//   concrete mask
+// Indexing (x[idx] in NumPy) is x[item] or x[{items...}] (Array::operator[]), or at(x, {items...}):
+//   NumPy            cujax
+//   x[3], x[-1]      x[3], x[-1]
+//   x[1::2]          x[Slice(1, none, 2)]
+//   x[::-1]          x[Slice(none, none, -1)]
+//   x[None]          x[newaxis] (or x[none])
+//   x[..., 0]        x[{Ellipsis, 0}]
+//   x[idx]           x[idx], an integer Array (a gather); several broadcast together
+//   x[mask]          x[mask], a concrete bool Array (eager only)
 // with NumPy's rules: missing trailing dimensions are taken whole, negative integers count
 // from the end, integer-array ("advanced") indices broadcast together and their dimensions go
 // where the first of them is when they are adjacent, first otherwise. An out-of-range static
@@ -143,7 +145,7 @@ std::vector<Array> broadcast_arrays(const std::vector<ArrayLike>& xs);
 
 // ----- Axes -----------------------------------------------------------------------------
 
-inline constexpr std::nullopt_t none = std::nullopt;
+using cujax::none;  // array.h
 
 // An axis argument: one axis, a list of axes, or none (all axes). Negative axes count from
 // the end. sum(x) and sum(x, none) reduce everything; sum(x, 0); sum(x, {0, 2}).
@@ -311,6 +313,8 @@ Array reshape(const Array& x, const Shape& shape);  // one dimension may be -1
 Array ravel(const Array& x);
 Array transpose(const Array& x, const std::optional<std::vector<int64_t>>& axes = std::nullopt);
 Array swapaxes(const Array& x, int64_t axis1, int64_t axis2);
+// The last two axes swapped (x.mT); x needs at least two dimensions.
+Array matrix_transpose(const Array& x);
 Array moveaxis(const Array& x, const std::vector<int64_t>& source,
                const std::vector<int64_t>& destination);
 Array moveaxis(const Array& x, int64_t source, int64_t destination);
@@ -342,30 +346,16 @@ Array triu(const Array& x, int64_t k = 0);
 
 // ----- Indexing -------------------------------------------------------------------------
 
-// A Python slice start:stop:step; none is an open bound.
-struct Slice {
-  std::optional<int64_t> start, stop, step;
-  explicit Slice(std::optional<int64_t> start_ = std::nullopt,
-                 std::optional<int64_t> stop_ = std::nullopt,
-                 std::optional<int64_t> step_ = std::nullopt)
-      : start(start_), stop(stop_), step(step_) {}
-};
-struct NewAxisT {};
-struct EllipsisT {};
-inline constexpr NewAxisT NewAxis{};
-inline constexpr EllipsisT Ellipsis{};
-
-// One item of an index tuple (see the top of this file).
-struct IndexItem {
-  std::variant<int64_t, Slice, NewAxisT, EllipsisT, Array> v;
-  IndexItem(int i) : v(static_cast<int64_t>(i)) {}  // NOLINT
-  IndexItem(int64_t i) : v(i) {}                    // NOLINT
-  IndexItem(Slice s) : v(s) {}                      // NOLINT
-  IndexItem(NewAxisT n) : v(n) {}                   // NOLINT
-  IndexItem(EllipsisT e) : v(e) {}                  // NOLINT
-  IndexItem(const Array& a) : v(a) {}               // NOLINT
-};
-using Index = std::vector<IndexItem>;
+// Slice, newaxis, Ellipsis and IndexItem are defined with Array (array.h); x[index] is at(x,
+// index).
+using cujax::Ellipsis;
+using cujax::EllipsisT;
+using cujax::Index;
+using cujax::IndexItem;
+using cujax::NewAxis;
+using cujax::newaxis;
+using cujax::NewAxisT;
+using cujax::Slice;
 
 // What out-of-range indices do: Clip clamps them into range, Fill gives a fill value (NaN for
 // floats, the minimum of signed and maximum of unsigned integers, true for bool), Wrap takes

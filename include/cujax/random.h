@@ -4,8 +4,9 @@
 //
 //   namespace jr = cujax::random;
 //   Array key = jr::PRNGKey(0);                  // u32[2] = [0, 0]
-//   auto keys = jr::split(key);                  // u32[2,2]
-//   Array x = jr::normal(jr::key_at(keys, 1), {3, 4});
+//   auto [key1, subkey] = jr::split(key);        // key, subkey = jax.random.split(key)
+//   Array x = jr::normal(subkey, {3, 4});
+//   Array keys = jr::split(key, 8);              // u32[8,2]; keys[i] is the i-th key
 //
 // Keys are JAX's raw keys (what jax.random.PRNGKey returns, and jax.random.key_data of a typed
 // jax.random.key): uint32 arrays whose last dimension is 2. `key(seed)` is the same as
@@ -31,6 +32,7 @@
 #include <utility>
 
 #include "cujax/array.h"
+#include "cujax/tree.h"
 
 namespace cujax::random {
 
@@ -87,9 +89,33 @@ Array threefry_2x32(const Array& keypair, const Array& count);
 // split into (hi, lo) u32 arrays.
 std::pair<Array, Array> iota_2x32_shape(const Shape& shape);
 
-// split(key, num): u32[num, 2]; split(key, shape): u32[*shape, 2].
-Array split(const Array& key, int64_t num = 2);
+// N keys split from one (u32[N, 2]) with N known at compile time, so that they destructure as
+// JAX's `k1, k2 = split(key)` does:
+//   auto [k1, k2] = split(key);
+//   auto [a, b, c] = split<3>(key);
+// A Keys is the Array of the keys (keys[i] is the i-th; it passes where an Array is taken) and,
+// in a tree (a jitted function's result), one Array leaf.
+template <size_t N>
+class Keys : public Array {
+ public:
+  Keys() = default;
+  explicit Keys(Array keys) : Array(std::move(keys)) {}
+  template <size_t I>
+  Array get() const {
+    static_assert(I < N, "random::Keys<N>::get<I>: I must be less than N");
+    return key_at(*this, static_cast<int64_t>(I));
+  }
+};
+
+// split(key): two keys; split<N>(key): N keys; split(key, num): u32[num, 2] (index it:
+// split(key, 3)[i]); split(key, shape): u32[*shape, 2].
+Array split(const Array& key, int64_t num);
 Array split(const Array& key, const Shape& shape);
+Keys<2> split(const Array& key);
+template <size_t N>
+Keys<N> split(const Array& key) {
+  return Keys<N>(split(key, static_cast<int64_t>(N)));
+}
 Array fold_in(const Array& key, uint32_t data);
 Array fold_in(const Array& key, const Array& data);  // an integer scalar
 
@@ -129,3 +155,17 @@ Array permutation(const Array& key, int64_t n);
 Array permutation(const Array& key, const Array& x, int64_t axis = 0, bool independent = false);
 
 }  // namespace cujax::random
+
+template <size_t N>
+struct std::tuple_size<cujax::random::Keys<N>> : std::integral_constant<size_t, N> {};
+template <size_t I, size_t N>
+struct std::tuple_element<I, cujax::random::Keys<N>> {
+  using type = cujax::Array;
+};
+
+template <size_t N>
+struct cujax::TreeTraits<cujax::random::Keys<N>> {
+  static void visit(cujax::random::Keys<N>& keys, cujax::TreeVisitor& vis) {
+    vis.leaf(static_cast<cujax::Array&>(keys));
+  }
+};

@@ -4,6 +4,7 @@
 // partitioner works with: tiles per dimension and which partition holds which tile.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,13 +43,20 @@ class Mesh {
 // process's cpu devices, or every process's after distributed::initialize).
 Mesh make_mesh(const Shape& shape, const std::vector<std::string>& axis_names);
 
-// One dimension of a PartitionSpec: no axes (None), one axis, or several (major first).
+// One dimension of a PartitionSpec: no axes (None), one axis, or several (major first). JAX's
+// None is std::nullopt, none or nullptr: P("data", nullptr) is P('data', None).
 struct PartitionEntry {
   std::vector<std::string> axes;
   PartitionEntry() = default;
   PartitionEntry(std::nullopt_t) {}
-  PartitionEntry(const char* axis) : axes{axis} {}
+  PartitionEntry(std::nullptr_t) {}
+  PartitionEntry(const char* axis) {
+    if (axis) axes.emplace_back(axis);
+  }
   PartitionEntry(std::string axis) : axes{std::move(axis)} {}
+  PartitionEntry(std::optional<std::string> axis) {
+    if (axis) axes.push_back(std::move(*axis));
+  }
   PartitionEntry(std::vector<std::string> a) : axes(std::move(a)) {}
   bool operator==(const PartitionEntry& o) const = default;
 };

@@ -199,9 +199,12 @@ std::string tree_structure(const T& tree) {
   return d.out;
 }
 
-// A copy of `tree` with every Array leaf replaced by fn(leaf), in traversal order.
+namespace tree_detail {
+template <class>
+inline constexpr bool always_false = false;
+
 template <class T, class F>
-T tree_map(const T& tree, F&& fn) {
+T map_leaves(const T& tree, F& fn) {
   struct Map final : TreeVisitor {
     F& f;
     explicit Map(F& fn_) : f(fn_) {}
@@ -216,14 +219,57 @@ T tree_map(const T& tree, F&& fn) {
   return copy;
 }
 
+template <class>
+using leaf_of = const Array&;
+}  // namespace tree_detail
+
+// jax.tree_util.tree_map(f, tree, *rest): a copy of `tree` with every Array leaf replaced by
+// f(leaf, the leaves at the same place in `rest`...), in traversal order. The trees in `rest`
+// must have tree's structure.
+template <class F, class T, class... Rest>
+T tree_map(F&& fn, const T& tree, const Rest&... rest) {
+  if constexpr (!std::is_invocable_v<F&, Array&, tree_detail::leaf_of<Rest>...> &&
+                std::is_invocable_v<T&, Array&>) {
+    static_assert(tree_detail::always_false<F>,
+                  "tree_map(f, tree): put the function first, as jax.tree_util.tree_map(f, tree) "
+                  "takes it (this call passes the tree first)");
+    return tree;
+  } else if constexpr (sizeof...(Rest) == 0) {
+    return tree_detail::map_leaves(tree, fn);
+  } else {
+    const std::string structure = tree_structure(tree);
+    size_t position = 0;
+    const std::vector<std::vector<Array>> others = {[&](const auto& other) {
+      ++position;
+      const std::string s = tree_structure(other);
+      if (s != structure)
+        throw Error("tree_map: tree " + std::to_string(position) + " has structure " + s +
+                    ", but the first tree has " + structure);
+      return tree_leaves(other);
+    }(rest)...};
+    size_t i = 0;
+    auto apply = [&](Array& leaf) {
+      Array out = [&]<size_t... K>(std::index_sequence<K...>) {
+        return Array(fn(leaf, others[K][i]...));
+      }
+      (std::index_sequence_for<Rest...>{});
+      ++i;
+      return out;
+    };
+    return tree_detail::map_leaves(tree, apply);
+  }
+}
+
 // A copy of `tree` whose Array leaves are taken from `leaves` in order.
 template <class T>
 T tree_unflatten(const T& structure, const std::vector<Array>& leaves) {
   size_t i = 0;
-  T out = tree_map(structure, [&](const Array&) {
-    if (i >= leaves.size()) throw Error("tree_unflatten: too few leaves");
-    return leaves[i++];
-  });
+  T out = tree_map(
+      [&](const Array&) {
+        if (i >= leaves.size()) throw Error("tree_unflatten: too few leaves");
+        return leaves[i++];
+      },
+      structure);
   if (i != leaves.size())
     throw Error("tree_unflatten: " + std::to_string(leaves.size()) + " leaves for a tree of " +
                 std::to_string(i));

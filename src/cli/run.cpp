@@ -131,7 +131,7 @@ int run_artifact(const std::vector<std::string>& args) {
   }
   // A failure while running is not bad input: it reaches main (exit code 1).
   std::vector<HostTensor> results;
-  for (const Array& r : p.exported->call(p.inputs)) results.push_back(r.to_host());
+  for (const Array& r : p.exported->call_flat(p.inputs)) results.push_back(r.to_host());
   try {
     for (size_t i = 0; i < results.size(); ++i) {
       if (i < p.outputs.size()) save_npy(p.outputs[i], results[i]);

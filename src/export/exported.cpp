@@ -338,7 +338,7 @@ void Exported::check_structure(const std::string& structure) const {
                 ", but it was exported for " + in_tree_);
 }
 
-std::vector<Array> Exported::call(const std::vector<Array>& leaves) const {
+std::vector<Array> Exported::call_flat(const std::vector<Array>& leaves) const {
   if (leaves.size() != in_.size())
     throw Error("exported " + fun_name_ + " takes " + std::to_string(in_.size()) + " arrays " +
                 avals_text(in_) + ", got " + std::to_string(leaves.size()));

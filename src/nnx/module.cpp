@@ -1,10 +1,123 @@
 #include "cujax/nnx/module.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "cujax/trace/trace.h"
 
 namespace cujax::nnx {
+
+namespace {
+
+// Every live Module and Variable, by address (Module::check_members).
+struct Live {
+  std::mutex mu;
+  std::set<const Module*> modules;
+  std::set<const Variable*> variables;
+};
+
+Live& live() {
+  static Live* l = new Live;  // never destroyed: modules may outlive static destruction order
+  return *l;
+}
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string s = status == 0 && out ? out : name;
+  std::free(out);
+  return s;
+}
+
+}  // namespace
+
+Variable::Variable() {
+  std::lock_guard<std::mutex> lock(live().mu);
+  live().variables.insert(this);
+}
+
+Variable::Variable(VariableKind kind_, Array value_) : kind(kind_), value(std::move(value_)) {
+  std::lock_guard<std::mutex> lock(live().mu);
+  live().variables.insert(this);
+}
+
+Variable::Variable(const Variable& other) : kind(other.kind), value(other.value) {
+  std::lock_guard<std::mutex> lock(live().mu);
+  live().variables.insert(this);
+}
+
+Variable::~Variable() {
+  std::lock_guard<std::mutex> lock(live().mu);
+  live().variables.erase(this);
+}
+
+Module::Module() {
+  std::lock_guard<std::mutex> lock(live().mu);
+  live().modules.insert(this);
+}
+
+Module::~Module() {
+  std::lock_guard<std::mutex> lock(live().mu);
+  live().modules.erase(this);
+}
+
+void Module::check_members(const void* object, size_t size, const std::type_info& type) {
+  if (members_checked_) return;
+  // Modules reachable through registered children, this one included.
+  std::set<const Module*> registered;
+  std::vector<const Module*> todo = {this};
+  while (!todo.empty()) {
+    const Module* m = todo.back();
+    todo.pop_back();
+    if (!registered.insert(m).second) continue;
+    for (const auto& e : m->entries_)
+      if (e.module) todo.push_back(e.module);
+  }
+  // Anything alive inside this object's bytes is one of its members (or theirs). Registered
+  // variables live on the heap, so a Variable in here is never registered.
+  const auto* begin = static_cast<const char*>(object);
+  const auto* end = begin + size;
+  auto inside = [&](const void* p) {
+    const auto* c = static_cast<const char*>(p);
+    return c >= begin && c < end;
+  };
+  std::string found;
+  size_t offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(live().mu);
+    for (auto it = live().modules.lower_bound(reinterpret_cast<const Module*>(begin));
+         it != live().modules.end() && inside(*it); ++it)
+      if (!registered.count(*it)) {
+        found = demangle(typeid(**it).name());
+        offset = static_cast<size_t>(reinterpret_cast<const char*>(*it) - begin);
+        break;
+      }
+    if (found.empty())
+      for (auto it = live().variables.lower_bound(reinterpret_cast<const Variable*>(begin));
+           it != live().variables.end() && inside(*it); ++it) {
+        found = "cujax::nnx::Variable";
+        offset = static_cast<size_t>(reinterpret_cast<const char*>(*it) - begin);
+        break;
+      }
+  }
+  if (!found.empty()) {
+    const std::string owner = demangle(type.name());
+    const bool is_variable = found == "cujax::nnx::Variable";
+    throw Error("nnx: " + owner + " holds a " + found + " member (at byte " +
+                std::to_string(offset) + " of " + owner +
+                ") that is not registered, so its variables would be missing from state() and "
+                "from training; register it in " +
+                owner + "'s constructor with " +
+                (is_variable ? std::string("param(\"name\", value) or variable(...) instead of a "
+                                           "Variable member")
+                             : std::string("child(\"name\", member)")));
+  }
+  members_checked_ = true;
+}
 
 const char* kind_name(VariableKind kind) {
   switch (kind) {
@@ -55,7 +168,7 @@ Variable* Module::variable(const std::string& name, VariableKind kind, Array val
       e.var->value = std::move(value);
       return e.var.get();
     }
-  entries_.push_back({name, std::make_unique<Variable>(Variable{kind, std::move(value)}), nullptr});
+  entries_.push_back({name, std::make_unique<Variable>(kind, std::move(value)), nullptr});
   return entries_.back().var.get();
 }
 
@@ -125,6 +238,14 @@ std::pair<GraphDef, std::vector<State>> split(Module& module, const std::vector<
 
 Module& merge(const GraphDef& graphdef, const std::vector<State>& states) {
   if (!graphdef.module) throw Error("nnx.merge: empty GraphDef");
+  for (const auto& s : states)
+    for (const auto& [path, value] : s)
+      if (value.valid() && value.is_tracer())
+        throw Error("nnx.merge: '" + path +
+                    "' is a tracer (merge was called inside jit, grad or another trace): the "
+                    "module would keep it after the trace ends. Inside a trace use "
+                    "nnx::functional_call(model, state, fn), which swaps the state in for fn "
+                    "and restores the module afterwards");
   State all;
   for (const auto& s : states)
     for (const auto& [path, value] : s) {

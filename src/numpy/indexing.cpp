@@ -449,3 +449,19 @@ std::vector<Array> nonzero(const Array& x) {
 }
 
 }  // namespace cujax::numpy
+
+namespace cujax {
+
+Array Array::operator[](const IndexItem& item) const {
+  return numpy::at(*this, {item});
+}
+
+Array Array::operator[](std::initializer_list<IndexItem> index) const {
+  return numpy::at(*this, Index(index));
+}
+
+Array Array::operator[](const std::vector<IndexItem>& index) const {
+  return numpy::at(*this, index);
+}
+
+}  // namespace cujax

@@ -76,6 +76,15 @@ Array swapaxes(const Array& x, int64_t axis1, int64_t axis2) {
   return transpose(x, perm);
 }
 
+Array matrix_transpose(const Array& x) {
+  if (x.ndim() < 2)
+    fail("matrix_transpose",
+         "x must be at least two-dimensional for matrix_transpose; got "
+         "shape " +
+             shape_to_string(x.shape()));
+  return swapaxes(x, -1, -2);
+}
+
 Array moveaxis(const Array& x, const std::vector<int64_t>& source,
                const std::vector<int64_t>& destination) {
   if (source.size() != destination.size())
@@ -363,3 +372,15 @@ Array triu(const Array& x, int64_t k) {
 }
 
 }  // namespace cujax::numpy
+
+namespace cujax {
+
+Array Array::T() const {
+  return numpy::transpose(*this);
+}
+
+Array Array::mT() const {
+  return numpy::matrix_transpose(*this);
+}
+
+}  // namespace cujax

@@ -309,6 +309,10 @@ std::pair<Array, Array> iota_2x32_shape(const Shape& shape) {
           lax::convert_element_type(counts, DType::U32)};
 }
 
+Keys<2> split(const Array& key) {
+  return split<2>(key);
+}
+
 Array split(const Array& key, int64_t num) {
   if (num < 0) detail::fail("split", "num must be non-negative, got " + std::to_string(num));
   return split(key, Shape{num});

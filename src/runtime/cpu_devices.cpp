@@ -14,6 +14,7 @@ namespace {
 
 std::mutex mu;
 std::optional<int> chosen;
+std::string chosen_by;  // "CUJAX_NUM_CPU_DEVICES=8", "set_num_cpu_devices(8)", "the default"
 
 int parse_count(const std::string& text, const std::string& where) {
   size_t used = 0;
@@ -28,41 +29,69 @@ int parse_count(const std::string& text, const std::string& where) {
   return n;
 }
 
-std::optional<int> from_environment() {
+// The count the environment sets and the setting that says so. Both variables set to different
+// counts is an error that names both, as JAX refuses two device-count settings that disagree.
+struct Setting {
+  int count;
+  std::string source;
+};
+
+std::optional<Setting> from_environment() {
+  std::optional<Setting> own, xla;
   if (const char* v = std::getenv("CUJAX_NUM_CPU_DEVICES"); v && *v)
-    return parse_count(v, "CUJAX_NUM_CPU_DEVICES");
+    own =
+        Setting{parse_count(v, "CUJAX_NUM_CPU_DEVICES"), std::string("CUJAX_NUM_CPU_DEVICES=") + v};
   if (const char* flags = std::getenv("XLA_FLAGS")) {
     const std::string f = flags;
     const std::string key = "--xla_force_host_platform_device_count=";
     if (size_t at = f.find(key); at != std::string::npos) {
       const size_t begin = at + key.size();
       const size_t end = f.find_first_of(" \t", begin);
-      return parse_count(f.substr(begin, end == std::string::npos ? end : end - begin),
-                         "XLA_FLAGS' --xla_force_host_platform_device_count");
+      const std::string value = f.substr(begin, end == std::string::npos ? end : end - begin);
+      xla = Setting{parse_count(value, "XLA_FLAGS' --xla_force_host_platform_device_count"),
+                    "XLA_FLAGS=" + key + value};
     }
   }
-  return std::nullopt;
+  if (own && xla && own->count != xla->count)
+    throw Error("the cpu device count is set twice, to different values: " + own->source + " and " +
+                xla->source + "; keep one of them");
+  return own ? own : xla;
 }
 
 }  // namespace
 
 std::optional<int> cpu_devices_from_environment() {
-  return from_environment();
+  if (auto env = from_environment()) return env->count;
+  return std::nullopt;
 }
 
 void set_num_cpu_devices(int n) {
-  if (n < 1) throw Error("set_num_cpu_devices(" + std::to_string(n) + "): needs at least 1");
+  const std::string call = "set_num_cpu_devices(" + std::to_string(n) + ")";
+  if (n < 1) throw Error(call + ": needs at least 1");
   std::lock_guard<std::mutex> lock(mu);
   if (chosen && *chosen != n)
-    throw Error("set_num_cpu_devices(" + std::to_string(n) + "): the cpu backend already has " +
-                std::to_string(*chosen) +
-                " devices (set the count once, before the devices are first used)");
+    throw Error(call + ": the cpu backend already has " + std::to_string(*chosen) +
+                " devices, from " + chosen_by +
+                " (set the count once, before the devices are first used)");
+  if (chosen) return;
+  if (const auto env = from_environment(); env && env->count != n)
+    throw Error(call + " conflicts with " + env->source +
+                " in the environment: set the cpu device count in one place");
   chosen = n;
+  chosen_by = call;
 }
 
 int num_cpu_devices() {
   std::lock_guard<std::mutex> lock(mu);
-  if (!chosen) chosen = from_environment().value_or(1);
+  if (!chosen) {
+    if (const auto env = from_environment()) {
+      chosen = env->count;
+      chosen_by = env->source;
+    } else {
+      chosen = 1;
+      chosen_by = "the default";
+    }
+  }
   return *chosen;
 }
 

@@ -233,16 +233,9 @@ State zero_cache(const models::TransformerLM& model, int64_t max_batch, int64_t 
 constexpr std::string_view kMagic = "cujax-serve-bundle ";
 const std::string kParams = "params.";
 
-// An exported step's flat outputs -> (next tokens, cache). The cache's leaf paths are its keys
-// after the result's own prefix: "result.blocks.0.key" as trace::flatten_arguments names a
-// State inside a pair today, or "result[1].blocks.0.key" as docs/export.md promises.
-std::pair<Array, State> unflatten(const Exported& e, std::vector<Array> out) {
-  State cache;
-  for (size_t i = 1; i < out.size(); ++i) {
-    const std::string& path = e.out_leaves()[i].path;
-    cache.set(path.substr(path.find('.') + 1), std::move(out[i]));
-  }
-  return {std::move(out[0]), std::move(cache)};
+// An exported step's output tree (next tokens, cache) as the pair the steps return.
+std::pair<Array, State> unflatten(const DynamicTree& out) {
+  return {out[0].array(), out[1].state()};
 }
 
 }  // namespace
@@ -416,8 +409,7 @@ ServeSteps load_steps(const std::string& path) {
   }
   s.decode = [loaded](const State& c, const Array& t, const Array& pos, const Array& seed,
                       const Array& temp, const Array& k, const Array& top_p) {
-    return unflatten(loaded->decode,
-                     loaded->decode.call(loaded->params, c, t, pos, seed, temp, k, top_p));
+    return unflatten(loaded->decode.call(loaded->params, c, t, pos, seed, temp, k, top_p));
   };
   s.prefill = [loaded, path](const State& c, const Array& t, const Array& slot, const Array& n,
                              const Array& seed, const Array& temp, const Array& k,
@@ -426,8 +418,7 @@ ServeSteps load_steps(const std::string& path) {
     if (it == loaded->prefill.end())
       throw Error(path + ": no prefill for a prompt padded to " + std::to_string(t.shape()[1]) +
                   " tokens");
-    return unflatten(it->second,
-                     it->second.call(loaded->params, c, t, slot, n, seed, temp, k, top_p));
+    return unflatten(it->second.call(loaded->params, c, t, slot, n, seed, temp, k, top_p));
   };
   return s;
 }

@@ -10,11 +10,13 @@
 //   Array y = forward(nnx::state(model, nnx::VariableKind::Param), x);
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -27,9 +29,16 @@ namespace cujax::nnx {
 enum class VariableKind { Param, BatchStat, Cache, RngState };
 const char* kind_name(VariableKind kind);  // "Param", ...
 
+// Every live Variable and Module is known by address, so that one held as a member without
+// being registered is found when the module's state is first taken (Module::check_members).
 struct Variable {
   VariableKind kind = VariableKind::Param;
   Array value;
+  Variable();
+  Variable(VariableKind kind_, Array value_);
+  Variable(const Variable& other);
+  Variable& operator=(const Variable&) = default;
+  ~Variable();
 };
 
 // Selects variables by kind; the default selects every variable (Flax's `...`).
@@ -40,6 +49,12 @@ class Filter {
   Filter(std::initializer_list<VariableKind> kinds);
   static Filter nothing();
   bool matches(VariableKind kind) const { return (mask_ & bit(kind)) != 0; }
+  // The variables this filter does not select.
+  Filter complement() const {
+    Filter f;
+    f.mask_ = ~mask_;
+    return f;
+  }
 
  private:
   static unsigned bit(VariableKind k) { return 1u << static_cast<unsigned>(k); }
@@ -51,10 +66,18 @@ class Filter {
 // neither copied nor moved (hold them by value as members or in std::unique_ptr).
 class Module {
  public:
-  Module() = default;
-  virtual ~Module() = default;
+  Module();
+  virtual ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
+
+  // Throws Error naming the member when the object of type `type` at `object` (`size` bytes,
+  // this module) holds a Module or Variable member that is not registered with child(),
+  // param() or variable(): its variables would be missing from state() and silently left out
+  // of training. state(), split(), functional_call(), Optimizer and value_and_grad call it with
+  // the module's static type the first time they take its state. Modules held through pointers
+  // (std::unique_ptr members) are not seen.
+  void check_members(const void* object, size_t size, const std::type_info& type);
 
   // Calls fn(path, variable) for every variable, depth first in registration order.
   void for_each_variable(const std::function<void(const std::string&, Variable&)>& fn,
@@ -78,10 +101,20 @@ class Module {
     Module* module = nullptr;       // set for children
   };
   std::vector<Entry> entries_;
+  bool members_checked_ = false;
 };
+
+// The module types the template overloads below check (Module& itself has no size to check).
+template <class M>
+concept DerivedModule = std::derived_from<M, Module> && !std::same_as<M, Module>;
 
 // nnx.state(model, filter): the selected variables' values by path.
 State state(Module& module, const Filter& filter = {});
+template <DerivedModule M>
+State state(M& module, const Filter& filter = {}) {
+  module.check_members(&module, sizeof(M), typeid(M));
+  return state(static_cast<Module&>(module), filter);
+}
 // nnx.update(model, state): every path of `state` must name a variable of the same shape and
 // dtype.
 void update(Module& module, const State& state);
@@ -98,8 +131,15 @@ struct GraphDef {
 // matches it; with no filters, one State of everything).
 std::pair<GraphDef, std::vector<State>> split(Module& module,
                                               const std::vector<Filter>& filters = {});
+template <DerivedModule M>
+std::pair<GraphDef, std::vector<State>> split(M& module, const std::vector<Filter>& filters = {}) {
+  module.check_members(&module, sizeof(M), typeid(M));
+  return split(static_cast<Module&>(module), filters);
+}
 // nnx.merge(graphdef, states...): puts the states back into graphdef's module, after checking
-// that together they give every variable of the graphdef with its shape and dtype.
+// that together they give every variable of the graphdef with its shape and dtype. States that
+// hold tracers (merge inside jit or grad, Flax's idiom) are refused, since the module would
+// keep them after the trace; use functional_call there.
 Module& merge(const GraphDef& graphdef, const std::vector<State>& states);
 
 // Swaps `state` into `module` for its lifetime and restores every variable's previous value
@@ -123,8 +163,9 @@ class StateSwap {
 
 // Runs fn() with `state` in `module` and returns its result; the module is restored afterwards.
 // fn must not change variables (use the overload with a filter for those it does change).
-template <class F>
-auto functional_call(Module& module, const State& state, F&& fn) {
+template <class M, class F>
+auto functional_call(M& module, const State& state, F&& fn) {
+  if constexpr (DerivedModule<M>) module.check_members(&module, sizeof(M), typeid(M));
   StateSwap swap(module, state);
   auto out = fn();
   swap.collect(Filter::nothing());
@@ -132,8 +173,9 @@ auto functional_call(Module& module, const State& state, F&& fn) {
 }
 // The same, also returning the values after fn() of the variables `updated` selects (e.g.
 // VariableKind::Cache for a decoding step): {fn(), state}.
-template <class F>
-auto functional_call(Module& module, const State& state, const Filter& updated, F&& fn) {
+template <class M, class F>
+auto functional_call(M& module, const State& state, const Filter& updated, F&& fn) {
+  if constexpr (DerivedModule<M>) module.check_members(&module, sizeof(M), typeid(M));
   StateSwap swap(module, state);
   auto out = fn();
   return std::make_pair(std::move(out), swap.collect(updated));

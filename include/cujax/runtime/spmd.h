@@ -17,7 +17,8 @@ namespace cujax::runtime {
 // Devices the cpu backend exposes (virtual devices, like XLA's
 // --xla_force_host_platform_device_count): CUJAX_NUM_CPU_DEVICES, else XLA_FLAGS'
 // --xla_force_host_platform_device_count=N, else 1. set_num_cpu_devices(n) before the first use
-// of the cpu backend's devices; a later different value throws naming both values.
+// of the cpu backend's devices; a later different value, or one that differs from the
+// environment's, throws naming both settings (as do the two variables set to different counts).
 void set_num_cpu_devices(int n);
 int num_cpu_devices();  // get_backend("cpu").devices() lists cpu:0..cpu:N-1
 // Added to the contract: the count CUJAX_NUM_CPU_DEVICES or XLA_FLAGS gives, nullopt when
