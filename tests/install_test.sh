@@ -43,6 +43,8 @@ if command -v pkg-config >/dev/null; then
   # shellcheck disable=SC2086  # the flags are words
   $launcher "$cxx" -std=c++20 -O2 "$source/examples/downstream/main.cpp" $flags \
     -o "$work/downstream_pkgconfig" || fail "compiling downstream with pkg-config's flags failed"
-  "$work/downstream_pkgconfig" || fail "downstream (pkg-config) failed"
+  # pkg-config gives no run path: a shared libcujax outside the loader's paths needs one.
+  LD_LIBRARY_PATH="$prefix/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$work/downstream_pkgconfig" || fail "downstream (pkg-config) failed"
 fi
 echo "install_test: ok"
