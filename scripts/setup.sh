@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of cujax from Debian packages. Idempotent: packages
 # that are already installed are skipped, and apt-get runs only when something is missing.
-# Run as root or with sudo.
+# Run it as root or as a user who may sudo: `bash scripts/setup.sh`; it calls apt-get through
+# sudo only when it is not root, and only when a package is missing.
 set -euo pipefail
 
 packages=(
@@ -25,7 +26,13 @@ done
 
 if ((${#missing[@]})); then
   sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || {
+      echo "setup: missing ${missing[*]}; run this script as root (sudo is not installed)" >&2
+      exit 1
+    }
+    sudo="sudo"
+  fi
   echo "setup: installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs a build tree to a scratch prefix and builds examples/downstream against it twice: as a
+# CMake project (find_package(cujax) + cujax::cujax) and with pkg-config's flags alone. Both
+# programs must run and succeed. The scratch folder sits in the build tree, at a fixed path, so
+# that ccache serves the downstream compile on later runs.
+#   install_test.sh <build dir> <source dir> <libdir> <generator> <c++ compiler> [launcher]
+set -euo pipefail
+build=$1 source=$2 libdir=$3 generator=$4 cxx=$5 launcher=${6:-}
+work="$build/install_test"
+prefix="$work/prefix"
+rm -rf "$work"
+mkdir -p "$work"
+
+fail() { echo "install_test: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" || {
+  cat "$work/install.log"; fail "cmake --install failed"; }
+for f in include/cujax/cujax.h include/cujax/numpy.h include/cujax/nnx/linear.h bin/cujax \
+         "$libdir/cmake/cujax/cujaxConfig.cmake" "$libdir/cmake/cujax/cujaxConfigVersion.cmake" \
+         "$libdir/cmake/cujax/cujaxTargets.cmake" "$libdir/pkgconfig/cujax.pc"; do
+  [ -e "$prefix/$f" ] || fail "$f was not installed"
+done
+ls "$prefix/$libdir"/libcujax.* >/dev/null 2>&1 || fail "no libcujax in $prefix/$libdir"
+version=$("$prefix/bin/cujax" --version) || fail "the installed cujax command does not run"
+echo "installed: $version"
+
+# The CMake package, found from the scratch prefix only.
+launcher_arg=()
+[ -n "$launcher" ] && launcher_arg=("-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher")
+cmake -S "$source/examples/downstream" -B "$work/build" -G "$generator" \
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" "${launcher_arg[@]}" \
+      -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+      >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configuring downstream failed"; }
+found=$(sed -n 's/^cujax_DIR:PATH=//p' "$work/build/CMakeCache.txt")
+[ "$found" -ef "$prefix/$libdir/cmake/cujax" ] || fail "find_package(cujax) found $found, not the scratch install"
+cmake --build "$work/build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "building downstream failed"; }
+"$work/build/downstream" || fail "downstream (CMake package) failed"
+
+# pkg-config: the README's compile line.
+if command -v pkg-config >/dev/null; then
+  flags=$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs cujax) ||
+    fail "pkg-config cannot read cujax.pc"
+  # shellcheck disable=SC2086  # the flags are words
+  $launcher "$cxx" -std=c++20 -O2 "$source/examples/downstream/main.cpp" $flags \
+    -o "$work/downstream_pkgconfig" || fail "compiling downstream with pkg-config's flags failed"
+  # pkg-config gives no run path: a shared libcujax outside the loader's paths needs one.
+  LD_LIBRARY_PATH="$prefix/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$work/downstream_pkgconfig" || fail "downstream (pkg-config) failed"
+fi
+echo "install_test: ok"
