@@ -1,4 +1,4 @@
-// Flax's NNX MLP tutorial in cujax: a user-defined nnx::Module, nnx::Optimizer and
+// Flax's NNX MLP tutorial in cujax: a user-defined nnx::Module, nnx::Optimizer, nnx::jit and
 // nnx::value_and_grad. The Flax program it follows:
 //
 //   class MLP(nnx.Module):
@@ -11,8 +11,11 @@
 //   model = MLP(1, 32, 1, rngs=nnx.Rngs(0))
 //   optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
 //   def loss_fn(model, x, y): return ((model(x) - y) ** 2).mean()
-//   loss, grads = nnx.value_and_grad(loss_fn)(model, x, y)
-//   optimizer.update(model, grads)
+//   @nnx.jit
+//   def train_step(model, optimizer, x, y):
+//     loss, grads = nnx.value_and_grad(loss_fn)(model, x, y)
+//     optimizer.update(model, grads)
+//     return loss
 //
 // It fits y = sin(2x) on [-1.5, 1.5] and exits non-zero unless the loss falls at least tenfold.
 #include <cstdio>

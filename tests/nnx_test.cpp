@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cujax/checkpoint.h"
 #include "cujax/grad.h"
 #include "cujax/jit.h"
 #include "cujax/nn.h"
@@ -373,6 +375,118 @@ TEST(NnxTraining, OptimizerUpdatesTheModelInPlace) {
   wrong.set("linear3.kernel", jnp::ones({1}));
   EXPECT_NE(message_of([&] { optimizer.update(wrong); }).find("grads has 5 entries"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace cujax
+
+namespace cujax {
+namespace {
+
+// nnx::jit of a whole training step (value_and_grad and optimizer.update inside) against the
+// same steps taken eagerly on an identical model.
+TEST(NnxJit, TrainStepMatchesEagerStepsAndTracesOnce) {
+  nnx::Rngs rngs_a(3), rngs_b(3);
+  TwoLayers jitted_model(rngs_a), eager_model(rngs_b);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 15), {5, 3});
+  const Array y = jnp::reshape(jnp::linspace(0.0, 1.0, 10), {5, 2});
+  auto loss_fn = [](TwoLayers& m, const Array& xs, const Array& ys) {
+    return jnp::mean(jnp::square(m(xs) - ys));
+  };
+  nnx::Optimizer jitted_opt(jitted_model, optax::adam(0.05));
+  nnx::Optimizer eager_opt(eager_model, optax::adam(0.05));
+  int traces = 0;
+  auto train_step =
+      nnx::jit([&](TwoLayers& model, nnx::Optimizer& optimizer, const Array& xs, const Array& ys) {
+        ++traces;
+        auto [loss, grads] = nnx::value_and_grad(loss_fn)(model, xs, ys);
+        optimizer.update(grads);
+        return loss;
+      });
+  auto eager_grad = nnx::value_and_grad(loss_fn);
+  for (int step = 0; step < 5; ++step) {
+    const Array loss = train_step(jitted_model, jitted_opt, x, y);
+    auto [want_loss, grads] = eager_grad(eager_model, x, y);
+    eager_opt.update(grads);
+    expect_close(loss, want_loss, 1e-5);
+  }
+  EXPECT_EQ(traces, 1);
+  EXPECT_EQ(jitted_opt.step(), 5);
+  const State want = nnx::state(eager_model);
+  for (const auto& [path, p] : nnx::state(jitted_model)) {
+    EXPECT_FALSE(p.is_tracer()) << path;
+    expect_close(p, want.at(path), 1e-5);
+  }
+  for (const auto& [path, s] : jitted_opt.opt_state()) {
+    EXPECT_FALSE(s.is_tracer()) << path;
+    expect_close(s, eager_opt.opt_state().at(path), 1e-5);
+  }
+  // A new batch shape traces again; the same model at a new address is a new cache entry.
+  train_step(jitted_model, jitted_opt, jnp::ones({2, 3}), jnp::ones({2, 2}));
+  EXPECT_EQ(traces, 2);
+}
+
+TEST(NnxJit, AnOptimizerWithoutItsModelIsAnError) {
+  nnx::Rngs rngs(4);
+  TwoLayers model(rngs);
+  nnx::Optimizer optimizer(model, optax::sgd(0.1));
+  auto step = nnx::jit([](nnx::Optimizer& opt, const Array& g) {
+    State grads = nnx::state(opt.model(), VariableKind::Param);
+    for (auto& [path, v] : grads) v = v * 0.0 + g;
+    opt.update(grads);
+    return g;
+  });
+  const State before = nnx::state(model);
+  EXPECT_NE(message_of([&] { step(optimizer, jnp::ones({})); }).find("without its model"),
+            std::string::npos);
+  for (const auto& [path, p] : nnx::state(model)) {
+    EXPECT_FALSE(p.is_tracer()) << path;
+    expect_close(p, before.at(path), 0);
+  }
+  EXPECT_EQ(optimizer.step(), 0);
+}
+
+// Dropout's RNG count is state the step changes: under nnx::jit it advances each call as it
+// does eagerly, so consecutive calls draw different masks (a stale key would repeat one).
+struct DropoutModel : nnx::Module {
+  nnx::Rngs rngs;
+  nnx::Dropout dropout;
+  DropoutModel() : rngs(7), dropout(0.5, false, &rngs) {
+    child("rngs", rngs);
+    child("dropout", dropout);
+  }
+  Array operator()(const Array& x) const { return dropout(x); }
+};
+
+TEST(NnxJit, RngStateAdvancesAsEagerly) {
+  DropoutModel jitted_model, eager_model;
+  auto forward = nnx::jit([](DropoutModel& m, const Array& x) { return m(x); });
+  const Array x = jnp::ones({64});
+  const Array first = forward(jitted_model, x);
+  const Array second = forward(jitted_model, x);
+  expect_close(first, eager_model(x), 0);
+  expect_close(second, eager_model(x), 0);
+  EXPECT_GT(jnp::sum(jnp::abs(first - second)).item<float>(), 0.0f);
+}
+
+// nnx.eval_shape's abstract state is a restore target: no parameter is computed first.
+TEST(NnxJit, EvalShapeIsARestoreTarget) {
+  nnx::Rngs rngs(5);
+  TwoLayers model(rngs);
+  const std::string dir = ::testing::TempDir() + "/nnx_eval_shape_ckpt";
+  std::filesystem::remove_all(dir);
+  checkpoint::StandardCheckpointer ckpt;
+  ckpt.save(dir, nnx::state(model));
+  const auto abstract = nnx::eval_shape([] {
+    nnx::Rngs r(99);
+    return std::make_unique<TwoLayers>(r);
+  });
+  const State restored = ckpt.restore(dir, abstract);
+  const State want = nnx::state(model);
+  ASSERT_EQ(restored.size(), want.size());
+  for (const auto& [path, p] : want) expect_close(restored.at(path), p, 0);
+  nnx::update(model, restored);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -59,6 +59,10 @@ class StandardCheckpointer {
   // stored with or without the ".value" suffix. Throws Error listing every mismatch (missing
   // or extra parameters, shapes, dtypes), or naming the file that is unreadable.
   State restore(const std::string& path, const State& target) const;
+  // The same with abstract values as the target, e.g. nnx::eval_shape's result (restoring
+  // without building the parameters first) or metadata()'s.
+  State restore(const std::string& path,
+                const std::vector<std::pair<std::string, ShapeDtype>>& target) const;
 
   // The parameters stored at `path`: name (with ".value" when stored so) -> shape and dtype.
   std::vector<std::pair<std::string, ShapeDtype>> metadata(const std::string& path) const;
@@ -104,6 +108,7 @@ class CheckpointManager {
   std::optional<int64_t> best_step() const;
   std::map<std::string, double> metrics(int64_t step) const;
   State restore(int64_t step, const State& target) const;
+  State restore(int64_t step, const std::vector<std::pair<std::string, ShapeDtype>>& target) const;
   // Blocks until the pending asynchronous saves are on disk; rethrows their error.
   void wait_until_finished();
   const std::string& directory() const { return directory_; }

@@ -4,6 +4,7 @@
 #include "cujax/nnx/attention.h"
 #include "cujax/nnx/dropout.h"
 #include "cujax/nnx/embed.h"
+#include "cujax/nnx/jit.h"
 #include "cujax/nnx/linear.h"
 #include "cujax/nnx/module.h"
 #include "cujax/nnx/normalization.h"

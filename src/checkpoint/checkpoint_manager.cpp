@@ -92,6 +92,13 @@ std::optional<int64_t> CheckpointManager::best_step() const {
 }
 
 State CheckpointManager::restore(int64_t step, const State& target) const {
+  std::vector<std::pair<std::string, ShapeDtype>> avals;
+  for (const auto& [p, a] : target) avals.emplace_back(p, a.aval());
+  return restore(step, avals);
+}
+
+State CheckpointManager::restore(
+    int64_t step, const std::vector<std::pair<std::string, ShapeDtype>>& target) const {
   const fs::path step_dir = fs::path(directory_) / std::to_string(step);
   if (!fs::is_directory(step_dir))
     throw Error("CheckpointManager: no step " + std::to_string(step) + " in " + directory_);

@@ -145,6 +145,13 @@ std::vector<std::pair<std::string, ShapeDtype>> StandardCheckpointer::metadata(
 }
 
 State StandardCheckpointer::restore(const std::string& path, const State& target) const {
+  std::vector<std::pair<std::string, ShapeDtype>> avals;
+  for (const auto& [p, a] : target) avals.emplace_back(p, a.aval());
+  return restore(path, avals);
+}
+
+State StandardCheckpointer::restore(
+    const std::string& path, const std::vector<std::pair<std::string, ShapeDtype>>& target) const {
   const fs::path dir(path);
   const std::vector<StoredParam> stored = stored_params(dir);
   std::map<std::string, size_t> by_name;
@@ -162,8 +169,7 @@ State StandardCheckpointer::restore(const std::string& path, const State& target
     auto it = by_name.find(layout::param_name(p));
     if (it == by_name.end()) it = by_name.find(p);
     if (it == by_name.end()) {
-      problems.push_back("missing parameter '" + p + "' (the target has " + describe(a.aval()) +
-                         ")");
+      problems.push_back("missing parameter '" + p + "' (the target has " + describe(a) + ")");
       continue;
     }
     used[it->second] = true;
@@ -174,12 +180,12 @@ State StandardCheckpointer::restore(const std::string& path, const State& target
       continue;
     }
     Match m{p, dir / sp.name, zarr::read_info(dir / sp.name)};
-    if (m.info.shape != a.shape())
+    if (m.info.shape != a.shape)
       problems.push_back("'" + p + "': shape " + shape_to_string(m.info.shape) +
-                         " in the checkpoint, " + shape_to_string(a.shape()) + " in the target");
-    if (m.info.dtype != a.dtype())
+                         " in the checkpoint, " + shape_to_string(a.shape) + " in the target");
+    if (m.info.dtype != a.dtype)
       problems.push_back("'" + p + "': dtype " + std::string(numpy_name(m.info.dtype)) +
-                         " in the checkpoint, " + std::string(numpy_name(a.dtype())) +
+                         " in the checkpoint, " + std::string(numpy_name(a.dtype)) +
                          " in the target");
     matches.push_back(std::move(m));
   }

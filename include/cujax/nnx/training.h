@@ -26,6 +26,10 @@ namespace cujax::nnx {
 
 // nnx.Optimizer(model, tx, wrt=nnx.Param): the optimizer state (tx.init of the selected
 // variables) and the model it updates.
+namespace detail {
+struct OptimizerAccess;
+}
+
 class Optimizer {
  public:
   template <class M>
@@ -45,6 +49,7 @@ class Optimizer {
   int64_t step() const { return step_; }
 
  private:
+  friend struct detail::OptimizerAccess;  // nnx::jit swaps the state in and out
   Optimizer(Module& model, const State& params, optax::GradientTransformation tx, Filter wrt);
   Module* model_;
   Filter wrt_;
@@ -83,9 +88,12 @@ auto module_value_and_grad(F f, Filter wrt) {
     const State rest = state(model, wrt.complement());
     auto [value_and_rest, grads] = vg(params, rest, ModuleRef<M>{&model}, args...);
     auto& [value, new_rest] = value_and_rest;
-    // Variables f changed (RNG counts, batch statistics) go back into the module, as Flax does;
-    // inside an enclosing trace they are tracers, which must not stay in the module.
-    if (!value.is_tracer()) update(model, new_rest);
+    // Variables f changed (RNG counts, batch statistics) go back into the module, as Flax does.
+    // Tracers may only go into a module whose state was swapped in by a trace (nnx::jit,
+    // functional_call), which restores it afterwards; else they would stay behind.
+    bool swapped_in = false;
+    for (const auto& [path, p] : params) swapped_in = swapped_in || p.is_tracer();
+    if (!value.is_tracer() || swapped_in) update(model, new_rest);
     return std::make_pair(value, grads);
   };
 }
