@@ -149,6 +149,22 @@ const char* kHostOnly = R"(func.func @main(%a: tensor<4xf32>, %z: tensor<f32>) -
   return %1 : tensor<f32>
 })";
 
+// rng_bit_generator has a device kernel: a program drawing bits with either generator
+// compiles for cuda under the error switch.
+TEST(CudaNoGpuSwitch, RngBitGeneratorRunsOnTheDevice) {
+  const auto module = ir::parse_module(
+      R"(func.func @main(%s2: tensor<2xui64>, %s3: tensor<3xui64>) -> (tensor<4x5xui32>, tensor<7xf32>) {
+  %0, %1 = "stablehlo.rng_bit_generator"(%s2) {rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>} : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4x5xui32>)
+  %2, %3 = "stablehlo.rng_bit_generator"(%s3) {rng_algorithm = #stablehlo<rng_algorithm PHILOX>} : (tensor<3xui64>) -> (tensor<3xui64>, tensor<7xf32>)
+  return %1, %3 : tensor<4x5xui32>, tensor<7xf32>
+})");
+  runtime::CompileOptions options;
+  options.host_fallback = runtime::HostFallback::Error;
+  const auto program =
+      cuda::compile_program(*module, *module->lookup("main"), nullptr, nullptr, options);
+  EXPECT_TRUE(cuda::host_fallbacks(*program).empty());
+}
+
 TEST(CudaNoGpuSwitch, ErrorModeNamesTheOpAndLocation) {
   const auto module = ir::parse_module(kHostOnly);
   runtime::CompileOptions options;

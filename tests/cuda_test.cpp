@@ -431,6 +431,31 @@ TEST_F(CudaVsCpu, ConstantClampReverse) {
   }
 }
 
+// rng_bit_generator runs on the device (no host op) and gives the cpu backend's bits and
+// advanced state for both generators and every output layout.
+TEST_F(CudaVsCpu, RngBitGenerator) {
+  struct Case {
+    const char* algorithm;
+    int64_t words;
+    Shape shape;
+    DType dtype;
+  };
+  const Case cases[] = {{"THREE_FRY", 2, {5, 3}, DType::U32},  {"THREE_FRY", 2, {7}, DType::U64},
+                        {"THREE_FRY", 2, {4, 6}, DType::U8},   {"PHILOX", 3, {9}, DType::U32},
+                        {"PHILOX", 2, {3, 5}, DType::F32},     {"PHILOX", 3, {5}, DType::U64},
+                        {"DEFAULT", 3, {1000, 33}, DType::U16}};
+  for (const Case& c : cases) {
+    const HostTensor state = random_tensor(DType::U64, {c.words}, rng);
+    const std::string st = type_str({c.words}, DType::U64), ot = type_str(c.shape, c.dtype);
+    const std::string op =
+        "  %s, %b = \"stablehlo.rng_bit_generator\"(%a0) {rng_algorithm = "
+        "#stablehlo<rng_algorithm " +
+        std::string(c.algorithm) + ">} : (" + st + ") -> (" + st + ", " + ot + ")\n";
+    check({state}, op + "  return %b : " + ot, c.shape, c.dtype);
+    check({state}, op + "  return %s : " + st, {c.words}, DType::U64);
+  }
+}
+
 TEST_F(CudaVsCpu, GatherEmbeddingAndScatterAdd) {
   check(
       {random_tensor(DType::F32, {50, 8}, rng), random_indices({4, 9}, -2, 52, rng)},
@@ -651,7 +676,8 @@ TEST(CudaSpmd, EveryCollectiveMatchesCpu) {
          random_tensor(DType::F32, {2, 4 * n}, rng), random_tensor(DType::F32, {2, 2 * n}, rng)};
   std::vector<int> ids(n);
   for (int d = 0; d < n; ++d) ids[d] = d;
-  const auto cpu = runtime::compile_spmd(runtime::get_backend("cpu"), *module, ids)->execute_on_host(args);
+  const auto cpu =
+      runtime::compile_spmd(runtime::get_backend("cpu"), *module, ids)->execute_on_host(args);
   const std::string why = runtime::unavailable_reason("cuda");
   if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
   auto exe = runtime::compile_spmd(runtime::get_backend("cuda"), *module, ids);

@@ -739,6 +739,21 @@ DeviceKernel triangular_solve_kernel(const ir::Operation& op, Device* d) {
   };
 }
 
+DeviceKernel rng_bit_generator_kernel(const ir::Operation& op, Device* d) {
+  const rng_bits::Plan p = rng_bits::plan(op);
+  const ir::Type state_type = op.result(0)->type, out_type = op.result(1)->type;
+  return [d, p, state_type, out_type](std::span<const DeviceArray> in) {
+    DeviceArray new_state = d->allocate(state_type.dtype, state_type.shape);
+    DeviceArray out = d->allocate(out_type.dtype, out_type.shape);
+    launch_rng_bit_generator(p, in[0].data.get(), out.data.get(), new_state.data.get(),
+                             d->stream());
+    std::vector<DeviceArray> results;
+    results.push_back(std::move(new_state));
+    results.push_back(std::move(out));
+    return results;
+  };
+}
+
 DeviceKernel identity_kernel(const ir::Operation& op) {
   if (op.operands.size() != op.num_results()) return {};
   return [](std::span<const DeviceArray> in) {
@@ -770,6 +785,7 @@ DeviceKernel op_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
   if (name == "stablehlo.triangular_solve") return triangular_solve_kernel(op, d);
   if (name == "stablehlo.reduce_precision") return reduce_precision_kernel(op, d);
   if (name == "stablehlo.optimization_barrier") return identity_kernel(op);
+  if (name == "stablehlo.rng_bit_generator") return rng_bit_generator_kernel(op, d);
   if (!ctx.spmd) return control_kernel(op, ctx);
   return {};
 }

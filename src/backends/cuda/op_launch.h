@@ -9,6 +9,7 @@
 
 #include "backends/common/gather_scatter.h"
 #include "backends/common/index.h"
+#include "backends/common/rng_bit_generator.h"
 #include "backends/common/scalar_program.h"
 #include "backends/common/window.h"
 #include "cujax/core/dtype.h"
@@ -51,6 +52,11 @@ void launch_dynamic_slice(size_t element_bytes, const DynamicWindow& w, const vo
 // result[window] = update (result already holds the operand).
 void launch_dynamic_update_slice(size_t element_bytes, const DynamicWindow& w, const void* update,
                                  void* result, cudaStream_t s);
+
+// stablehlo.rng_bit_generator: `out` gets the plan's bits, `new_state` the advanced state
+// (both device buffers; `state` is read on the device).
+void launch_rng_bit_generator(const rng_bits::Plan& p, const void* state, void* out,
+                              void* new_state, cudaStream_t s);
 
 // clamp(lo, x, hi) with the CPU backend's maximum-then-minimum; scalar bounds when *_scalar.
 void launch_clamp(DType t, const void* lo, bool lo_scalar, const void* x, const void* hi,
