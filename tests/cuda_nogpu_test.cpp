@@ -21,6 +21,7 @@
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/compile_report.h"
 #include "cujax/serve/steps.h"
+#include "cujax/trace/trace.h"
 
 namespace cujax {
 namespace {
@@ -93,17 +94,37 @@ class CudaNoGpuModel : public ::testing::Test {
   State params = nnx::state(model, nnx::VariableKind::Param);
 };
 
-TEST_F(CudaNoGpuModel, TrainAndEvalStepsRunEntirelyOnTheDevice) {
-  const int64_t B = 2, T = 16;
+void expect_train_and_eval_on_device(models::TransformerLM& model, const State& params, int64_t B,
+                                     int64_t T) {
   const data::Batch batch{numpy::zeros({B, T}, DType::I32), numpy::zeros({B, T}, DType::I32)};
   auto tx = models::make_optimizer({});
   const State opt_state = tx.init(params);
   Offenders off;
   const auto train = models::make_train_step(model, tx).lower(params, opt_state, batch);
   off.add("train step", fallbacks_of(train.module()));
+  // The program is the model's: its logits are (B, T, vocab) and every layer is in it.
+  const std::string logits = "tensor<" + std::to_string(B) + "x" + std::to_string(T) + "x" +
+                             std::to_string(model.config.vocab_size) + "xf32>";
+  EXPECT_NE(train.as_text().find(logits), std::string::npos) << logits;
   const auto eval = models::make_eval_step(model).lower(params, batch);
   off.add("eval step", fallbacks_of(eval.module()));
   EXPECT_TRUE(off.programs.empty()) << off.summary();
+}
+
+TEST_F(CudaNoGpuModel, TrainAndEvalStepsRunEntirelyOnTheDevice) {
+  expect_train_and_eval_on_device(model, params, 2, 16);
+}
+
+// GPT-2 (124M parameters) at its full context: the program a GPU run trains. The model is
+// built under a trace, as nnx.eval_shape does, so no parameter is computed: only the lowered
+// programs matter here.
+TEST(CudaNoGpuGpt2, TrainAndEvalStepsRunEntirelyOnTheDevice) {
+  trace::TraceContext abstract("abstract_gpt2");
+  trace::TraceScope scope(&abstract);
+  nnx::Rngs rngs{0};
+  models::TransformerLM gpt2(models::gpt2_config(), rngs);
+  expect_train_and_eval_on_device(gpt2, nnx::state(gpt2, nnx::VariableKind::Param), 1,
+                                  models::gpt2_config().max_len);
 }
 
 // The serving bundle holds the decode step and one prefill step per bucket, as exported
