@@ -45,6 +45,7 @@ commands:
       --timeout SECONDS        limit per file (default: 60)
       --min-pass-rate R        exit 0 when at least this fraction passes (default: 1)
       -v                       also list the files that pass
+      --process-per-file       a fresh process per file (default: one worker per job)
   train [options]              train a transformer language model (docs/training.md)
       --config tiny|small|gpt2 --data FILE|DIR --steps N --batch B --seq T --lr LR
       --seed S --log-every N --eval-every N --checkpoint-every N --out DIR --platform P
@@ -115,6 +116,8 @@ int stablehlo_test_command(const std::vector<std::string>& args) {
       options.min_pass_rate = std::stod(value());
     else if (a == "-v")
       options.verbose = true;
+    else if (a == "--process-per-file")
+      options.process_per_file = true;
     else if (!a.empty() && a[0] == '-')
       throw cujax::Error("unknown option " + a);
     else
