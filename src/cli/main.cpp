@@ -49,6 +49,7 @@ commands:
   train [options]              train a transformer language model (docs/training.md)
       --config tiny|small|gpt2 --data FILE|DIR --steps N --batch B --seq T --lr LR
       --seed S --log-every N --eval-every N --checkpoint-every N --out DIR --platform P
+      --dump-batches FILE      the run's training batches as .npy int32 (steps, 2, B, T)
       --mesh data=N[,model=M]  data (and tensor) parallel over N*M virtual cpu devices,
                                split over the processes under mpirun, or given
       --coordinator HOST:PORT --num-processes N --process-id I   (TCP, docs/sharding.md)
