@@ -140,12 +140,12 @@ fi
 # Training, cujax then JAX on the batches cujax took (--dump-batches), config by config. Each
 # cujax run gets an empty kernel cache, so that its first step's time is a cold compile.
 cat docs/*.md README.md >"$log/corpus.txt"
-for spec in tiny:16:20 small:16:20 gpt2:8:10; do
-  IFS=: read -r config batch steps <<<"$spec"
+for spec in tiny:16:20:5 small:16:20:5 gpt2:8:8:4; do
+  IFS=: read -r config batch steps every <<<"$spec"
   limit=90
   [ "$config" = gpt2 ] && limit=150
   MEM=1 stage "train-$config" "$limit" env CUJAX_CACHE_DIR="$log/cache-$config" \
-    "$build/cujax" train --config "$config" --batch "$batch" --steps "$steps" --log-every 5 \
+    "$build/cujax" train --config "$config" --batch "$batch" --steps "$steps" --log-every "$every" \
     --eval-every "$steps" --eval-batches 1 --data "$log/corpus.txt" --out "$log/run-$config" \
     --overwrite --dump-batches "$log/batches-$config.npy"
   MEM=1 jax_stage "jax-train-$config" "$limit" "$py" bench/jax/bench.py train \
