@@ -31,7 +31,6 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-from flax import nnx  # noqa: E402
 
 import model as lm  # noqa: E402
 
@@ -60,9 +59,9 @@ def make_optimizer(lr, warmup, total):
                                    mask=mask))
 
 
-def make_train_step(graphdef, tx):
+def make_train_step(rebuild, tx):
     def loss_fn(params, inputs, targets):
-        logits = nnx.merge(graphdef, params)(inputs)
+        logits = rebuild(params)(inputs)
         return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
 
     def step(params, opt_state, inputs, targets):
@@ -77,10 +76,10 @@ def train_one(name, config, batches, dtype_name, lr, warmup, peak):
     dtype = {"bfloat16": jnp.bfloat16, "float32": None}[dtype_name]
     steps, _, batch, seq = batches.shape
     model = lm.make(config, seed=0, dtype=dtype)
-    graphdef, params = lm.params_of(model)
+    rebuild, params, _ = lm.split_params(model)  # params: {path: array}, as cujax's State
     tx = make_optimizer(lr, warmup, steps)
     opt_state = tx.init(params)
-    step = make_train_step(graphdef, tx)
+    step = make_train_step(rebuild, tx)
     data = [(jax.device_put(batches[i, 0]), jax.device_put(batches[i, 1])) for i in range(steps)]
 
     t0 = time.perf_counter()
@@ -159,11 +158,11 @@ def cmd_attention(a):
 
 def decode_one(config, batch, tokens):
     model = lm.make(config, seed=0)
-    graphdef, params = lm.params_of(model)
     cache = model.init_cache(batch)
+    rebuild, params, _ = lm.split_params(model)
 
     def step(params, cache, tokens, position):
-        logits, cache = nnx.merge(graphdef, params).decode_step(cache, tokens, position)
+        logits, cache = rebuild(params).decode_step(cache, tokens, position)
         return jnp.argmax(logits, -1).astype(jnp.int32)[:, None], cache
 
     jstep = jax.jit(step, donate_argnums=(1,))

@@ -142,26 +142,30 @@ def flatten(tree):
     return [path_name(p) for p, _ in with_path], [leaf for _, leaf in with_path], treedef
 
 
-def params_of(model):
-    """(graphdef, params): nnx.split with the Param filter."""
-    return nnx.split(model, nnx.Param)
+def split_params(model):
+    """(rebuild, flat, abstract): flat is {cujax path: array} of the model's nnx.Param
+    variables, rebuild(flat) the model with those values (inside jit too: it is how jitted
+    functions see the model), abstract their nnx.State of jax.ShapeDtypeStruct (a target for
+    Orbax's restore). Names, shapes and dtypes are checked; the error lists every difference."""
+    graphdef, state, rest = nnx.split(model, nnx.Param, ...)
+    names, leaves, treedef = flatten(state)
+    specs = [(n, tuple(leaf.shape), leaf.dtype) for n, leaf in zip(names, leaves)]
+    abstract = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), state)
+
+    def rebuild(flat):
+        problems = [f"missing {n}" for n, _, _ in specs if n not in flat]
+        problems += [f"extra {n}" for n in flat if n not in set(names)]
+        problems += [f"{n}: shape {tuple(np.shape(flat[n]))}, model {shape}"
+                     for n, shape, _ in specs if n in flat and tuple(np.shape(flat[n])) != shape]
+        if problems:
+            raise ValueError("parameters do not match the model: " + "; ".join(problems[:20]))
+        values = [jnp.asarray(flat[n], dtype=dtype) for n, _, dtype in specs]
+        return nnx.merge(graphdef, jax.tree_util.tree_unflatten(treedef, values), rest)
+
+    return rebuild, dict(zip(names, leaves)), abstract
 
 
-def flat_params(params):
-    names, leaves, _ = flatten(params)
+def flat_params(tree):
+    """{cujax path: leaf} of a tree of parameters (an nnx.State, Orbax's nested dicts)."""
+    names, leaves, _ = flatten(tree)
     return dict(zip(names, leaves))
-
-
-def with_values(params, flat):
-    """params (an nnx.State) with every leaf replaced by flat[name]; names, shapes and dtypes
-    must match exactly (the error lists every difference)."""
-    names, leaves, treedef = flatten(params)
-    problems = [f"missing {n}" for n in names if n not in flat]
-    problems += [f"extra {n}" for n in flat if n not in set(names)]
-    for n, leaf in zip(names, leaves):
-        if n in flat and tuple(np.shape(flat[n])) != tuple(leaf.shape):
-            problems.append(f"{n}: shape {tuple(np.shape(flat[n]))}, model {tuple(leaf.shape)}")
-    if problems:
-        raise ValueError("parameters do not match the model: " + "; ".join(problems[:20]))
-    return jax.tree_util.tree_unflatten(
-        treedef, [jnp.asarray(flat[n], dtype=leaf.dtype) for n, leaf in zip(names, leaves)])

@@ -127,11 +127,10 @@ def export_to_cujax(a, name, fn, args):
 
 def jax_export_forward(a, config):
     model = lm.make(config, seed=3, attention_implementation="xla")
-    graphdef, params = lm.params_of(model)
-    flat = lm.flat_params(params)
+    rebuild, flat, _ = lm.split_params(model)
 
     def forward(flat, tokens):
-        return nnx.merge(graphdef, lm.with_values(params, flat))(tokens)
+        return rebuild(flat)(tokens)
 
     want, got = export_to_cujax(a, "jax-forward", forward, (flat, jnp.asarray(tokens_for(config))))
     compare("jax-export-forward (logits)", got[0], want[0])
@@ -140,13 +139,12 @@ def jax_export_forward(a, config):
 def jax_export_loss(a, config):
     import optax
     model = lm.make(config, seed=4, attention_implementation="xla")
-    graphdef, params = lm.params_of(model)
-    flat = lm.flat_params(params)
+    rebuild, flat, _ = lm.split_params(model)
     window = tokens_for(config, seq=33, seed=8)
 
     def loss_and_grad_norm(flat, inputs, targets):
         def loss_fn(flat):
-            logits = nnx.merge(graphdef, lm.with_values(params, flat))(inputs)
+            logits = rebuild(flat)(inputs)
             return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
         loss, grads = jax.value_and_grad(loss_fn)(flat)
         return loss, optax.global_norm(grads)
@@ -176,9 +174,7 @@ def restore_flax(config, path):
     """The Flax model with the parameters of the checkpoint at `path`, restored by Orbax into the
     model's abstract state, or (when Orbax's tree does not fit that target) restored without a
     target and matched by path."""
-    model = lm.make(config, seed=0)
-    graphdef, params = lm.params_of(model)
-    abstract = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), params)
+    rebuild, _, abstract = lm.split_params(lm.make(config, seed=0))
     ckptr = ocp.StandardCheckpointer()
     try:
         restored = ckptr.restore(path, abstract)
@@ -186,9 +182,9 @@ def restore_flax(config, path):
     except Exception as e:  # noqa: BLE001 (reported, then the fallback)
         print(f"restore into the abstract state failed ({type(e).__name__}: "
               f"{str(e).splitlines()[0][:200] if str(e) else ''}); restoring without a target")
-        restored = lm.with_values(params, lm.flat_params(ckptr.restore(path)))
+        restored = ckptr.restore(path)
         how = "without a target, matched by path"
-    return nnx.merge(graphdef, restored), how
+    return rebuild(lm.flat_params(restored)), how
 
 
 def orbax_restores_cujax(a, config, cujax_logits):
@@ -209,7 +205,7 @@ def orbax_save(path, tree, use_ocdbt):
 
 def cujax_restores_orbax(a, config):
     model = lm.make(config, seed=5)
-    _, params = lm.params_of(model)
+    params = nnx.state(model, nnx.Param)
     tokens = tokens_for(config)
     want = np.asarray(model(jnp.asarray(tokens)))
     for layout, use_ocdbt in (("zarr", False), ("ocdbt", True)):
