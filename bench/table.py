@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The table scripts/gpu-check.sh prints last: cujax against JAX, measured in the same run on the
-same GPU, from the logs of the run's stages (LOG/<stage>.txt, LOG/stages.txt, LOG/run-<config>/,
-LOG/mem-<stage>.txt). Standard library only.
+same GPU, from the logs of the run's stages (LOG/<stage>.txt, LOG/stages.txt,
+LOG/metrics-<config>.csv, LOG/mem-<stage>.txt). Standard library only.
 
 usage: table.py LOG [--dry-run]      (--dry-run: the layout, every cell "not run")
 """
@@ -48,7 +48,7 @@ def cujax_train(log, config):
     """tokens/s (median of the log windows after the first) and the first step's seconds."""
     tokens, compile_s = None, None
     try:
-        with open(os.path.join(log, f"run-{config}", "metrics.csv")) as f:
+        with open(os.path.join(log, f"metrics-{config}.csv")) as f:
             rows = [float(r["tokens_per_s"]) for r in csv.DictReader(f)]
         rows = [r for r in (rows[1:] if len(rows) > 1 else rows) if r > 0]
         tokens = statistics.median(rows) if rows else None

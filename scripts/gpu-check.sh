@@ -19,6 +19,7 @@
 # checkpoint in both layouts and JAX's PRNG draws, to commit under tests/fixtures) go to
 # $OUT/gpu-check when OUT is set, else to a temporary folder.
 # JAX's side runs where `python3 -c "import jax"` works (JAX_PYTHON overrides python3).
+# GPU_CHECK_BUDGET=S changes the 8-minute budget (480 s).
 # Every stage runs with CUJAX_HOST_FALLBACK=error: an op that would run on the host fails its
 # program instead of running there (docs/cuda.md).
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build, configured with --preset default)
@@ -68,8 +69,11 @@ if [ -n "${OUT:-}" ] && [ "$dry_run" = 0 ]; then
 else
   log="$(mktemp -d)"
 fi
+# Runs, checkpoints (gpt2's are 1.5 GB with the optimizer state), kernel caches and the
+# interop's work files stay out of $OUT, which gets the logs, the table and the fixtures.
+scratch="$(mktemp -d)"
 py="${JAX_PYTHON:-python3}"
-budget=480   # seconds for the whole run; each stage gets at most what is left of it
+budget="${GPU_CHECK_BUDGET:-480}"  # seconds for the whole run; each stage gets at most what is left
 start=$SECONDS
 declare -a table
 
@@ -139,17 +143,18 @@ fi
 
 # Training, cujax then JAX on the batches cujax took (--dump-batches), config by config. Each
 # cujax run gets an empty kernel cache, so that its first step's time is a cold compile.
-cat docs/*.md README.md >"$log/corpus.txt"
+cat docs/*.md README.md >"$scratch/corpus.txt"
 for spec in tiny:16:20:5 small:16:20:5 gpt2:8:8:4; do
   IFS=: read -r config batch steps every <<<"$spec"
   limit=90
   [ "$config" = gpt2 ] && limit=150
-  MEM=1 stage "train-$config" "$limit" env CUJAX_CACHE_DIR="$log/cache-$config" \
+  MEM=1 stage "train-$config" "$limit" env CUJAX_CACHE_DIR="$scratch/cache-$config" \
     "$build/cujax" train --config "$config" --batch "$batch" --steps "$steps" --log-every "$every" \
-    --eval-every "$steps" --eval-batches 1 --data "$log/corpus.txt" --out "$log/run-$config" \
-    --overwrite --dump-batches "$log/batches-$config.npy"
+    --eval-every "$steps" --eval-batches 1 --data "$scratch/corpus.txt" \
+    --out "$scratch/run-$config" --overwrite --dump-batches "$scratch/batches-$config.npy"
+  cp "$scratch/run-$config/metrics.csv" "$log/metrics-$config.csv" 2>/dev/null
   MEM=1 jax_stage "jax-train-$config" "$limit" "$py" bench/jax/bench.py train \
-    --config "$config" --batches "$log/batches-$config.npy"
+    --config "$config" --batches "$scratch/batches-$config.npy"
 done
 stage attention 45 "$build/cujax" bench attention --platform cuda
 stage attention-xla 45 "$build/cujax" bench attention --platform cuda --implementation xla
@@ -160,7 +165,7 @@ jax_stage jax-decode 60 "$py" bench/jax/bench.py decode --config small --batches
 stage dispatch 60 "$build/cujax" bench dispatch --platform cuda
 jax_stage jax-dispatch 60 "$py" bench/jax/bench.py dispatch
 jax_stage interop 150 "$py" tools/jax_bridge/interop_check.py --cujax "$build/cujax" \
-  --run-dir "$log/run-tiny" --work "$log/interop-work" --fixtures "$log/fixtures" \
+  --run-dir "$scratch/run-tiny" --work "$scratch/interop" --fixtures "$log/fixtures" \
   --platform cuda
 
 # (The cuda-nogpu tests need no GPU: CI runs them, so GPU time goes to what needs one.)
@@ -211,3 +216,4 @@ else
   python3 bench/table.py "$log" | tee "$log/table.txt"
   echo "logs, table.txt and fixtures/ in $log (elapsed $((SECONDS - start)) s)"
 fi
+rm -rf "$scratch"
