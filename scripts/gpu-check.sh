@@ -142,13 +142,15 @@ if [ -f "$build/CTestTestfile.cmake" ]; then
 fi
 
 # Training, cujax then JAX on the batches cujax took (--dump-batches), config by config. Each
-# cujax run gets an empty kernel cache, so that its first step's time is a cold compile.
+# cujax run gets an empty kernel cache, so that its first step's time is a cold compile, and
+# TF32 for f32 products, as JAX's default on a GPU.
 cat docs/*.md README.md >"$scratch/corpus.txt"
 for spec in tiny:16:20:5 small:16:20:5 gpt2:8:8:4; do
   IFS=: read -r config batch steps every <<<"$spec"
   limit=90
   [ "$config" = gpt2 ] && limit=150
   MEM=1 stage "train-$config" "$limit" env CUJAX_CACHE_DIR="$scratch/cache-$config" \
+    CUJAX_DEFAULT_MATMUL_PRECISION=tensorfloat32 \
     "$build/cujax" train --config "$config" --batch "$batch" --steps "$steps" --log-every "$every" \
     --eval-every "$steps" --eval-batches 1 --data "$scratch/corpus.txt" \
     --out "$scratch/run-$config" --overwrite --dump-batches "$scratch/batches-$config.npy"

@@ -166,7 +166,9 @@ def cujax_export_xla(a, config):
     exe = run_in_xla.compile_stablehlo(text)
     args = [jax.device_put(tokens)]
     results = exe.execute_sharded(args).disassemble_into_single_device_arrays()
-    compare("cujax-export-xla (logits)", np.asarray(results[0][0]), logits)
+    # The artifact's products have DEFAULT precision, which XLA runs in TF32 on a GPU while
+    # cujax's default is full f32 (docs/cuda.md): a TF32-sized tolerance.
+    compare("cujax-export-xla (logits)", np.asarray(results[0][0]), logits, rtol=2e-2, atol=2e-2)
     return logits
 
 
