@@ -8,8 +8,8 @@
 #     --dump-batches, and bench/jax/bench.py train on those batches (JAX, bf16 and f32):
 #     tokens/s, MFU, cold compile, peak GPU memory (nvidia-smi sampled every 200 ms);
 #   cujax bench attention and bench/jax/bench.py attention (causal bf16, head dim 128,
-#     T=1024/4096, implementations xla and cudnn); JAX's KV-cache decode at batch 1 and 8
-#     (cujax's figure is bench serve's TPOT); the jitted-call overhead on both;
+#     T=1024/4096, implementations xla and cudnn); cujax bench decode and bench.py decode (the
+#     KV-cache step of the small config at batch 1 and 8); the jitted-call overhead on both;
 #   tools/jax_bridge/interop_check.py: JAX exports run by cujax, cujax exports run by XLA,
 #     Orbax reading cujax's checkpoints and cujax reading Orbax's (zarr and OCDBT), the PRNG;
 #   the gpu-labelled tests, the StableHLO conformance suite on cuda (one worker process per
@@ -162,6 +162,7 @@ stage attention 45 "$build/cujax" bench attention --platform cuda
 stage attention-xla 45 "$build/cujax" bench attention --platform cuda --implementation xla
 stage attention-cudnn 45 "$build/cujax" bench attention --platform cuda --implementation cudnn
 jax_stage jax-attention 90 "$py" bench/jax/bench.py attention
+stage decode 60 "$build/cujax" bench decode --platform cuda --config small --batch 1,8
 jax_stage jax-decode 60 "$py" bench/jax/bench.py decode --config small --batches 1,8
 # a jitted call's host-side cost on the GPU's launch path, arrays resident on cuda:0
 stage dispatch 60 "$build/cujax" bench dispatch --platform cuda

@@ -14,7 +14,7 @@ PYTHONPYCACHEPREFIX="$work/pycache" python3 -m py_compile bench/table.py bench/j
 
 scripts/gpu-check.sh --dry-run "$build" >"$work/dry" 2>&1 || fail "--dry-run: exit status $?"
 for stage in doctor train-tiny jax-train-tiny train-gpt2 jax-train-gpt2 attention jax-attention \
-  jax-decode dispatch jax-dispatch interop gpu-tests conformance serve; do
+  decode jax-decode dispatch jax-dispatch interop gpu-tests conformance serve; do
   grep -qE "^$stage +dry run +limit +[0-9]+s$" "$work/dry" || fail "--dry-run lists no stage $stage"
 done
 grep -q "^=== cujax against JAX" "$work/dry" || fail "--dry-run prints no table"
@@ -50,7 +50,7 @@ expect_row "^train tiny: tokens/s, f32 +tokens/s +2,500 +1,250 +2\.00 "
 expect_row "^train tiny: MFU of the bf16 peak +% +[0-9.]+ +not run"
 expect_row "^train tiny: cold compile of the step +s +2\.5 +1\.25 +2\.00 "
 expect_row "^attention T=4096, implementation=cudnn +TFLOP/s +300 +600 +0\.50 "
-expect_row "^decode small, batch 8 +ms/token +12 +3 +4\.00 "
+expect_row "^serve small, 8 slot\(s\): TPOT +ms/token +12 +3 +4\.00 "
 expect_row "^cujax-restores-orbax \(zarr\) +pass "
 expect_row "NVIDIA H200; bf16 peak 989 TFLOP/s"
 [ "$failures" -eq 0 ] || cat "$work/table"

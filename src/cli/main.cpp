@@ -71,6 +71,8 @@ commands:
   bench train [--platform P]   ms/step and tokens/s of the tiny config against PyTorch CPU
   bench attention [--seq 1024,4096 --heads N --implementation xla|cudnn --platform P]
                                causal bf16 dot_product_attention, head dim 128, in TFLOP/s
+  bench decode [--config small --batch 1,8 --platform P]
+                               the KV-cache decode step, ms per step at each batch size
   bench scaling [--batch B --steps N --platform P]
                                the tiny training step data-parallel on 1, 2, 4, 8 cpu devices;
                                on cuda also the step on cuda:0 and NCCL over every GPU
@@ -160,6 +162,8 @@ int main(int argc, char** argv) {
         return cujax::cli::bench_train({args.begin() + 1, args.end()});
       if (!args.empty() && args[0] == "attention")
         return cujax::cli::bench_attention({args.begin() + 1, args.end()});
+      if (!args.empty() && args[0] == "decode")
+        return cujax::cli::bench_decode({args.begin() + 1, args.end()});
       if (!args.empty() && args[0] == "scaling")
         return cujax::cli::bench_scaling({args.begin() + 1, args.end()});
 #ifdef CUJAX_HAVE_HTTPLIB
@@ -167,7 +171,7 @@ int main(int argc, char** argv) {
         return cujax::cli::bench_serve({args.begin() + 1, args.end()});
 #endif
       throw cujax::cli::UsageError(
-          "bench needs a benchmark name: dispatch, train, attention, scaling, serve");
+          "bench needs a benchmark name: dispatch, train, attention, decode, scaling, serve");
     }
     if (command == "version" || command == "--version") {
       std::printf("cujax %s\n", CUJAX_VERSION);
