@@ -145,10 +145,8 @@ fi
 # cujax run gets an empty kernel cache, so that its first step's time is a cold compile, and
 # TF32 for f32 products, as JAX's default on a GPU.
 cat docs/*.md README.md >"$scratch/corpus.txt"
-for spec in tiny:16:20:5 small:16:20:5 gpt2:8:8:4; do
-  IFS=: read -r config batch steps every <<<"$spec"
-  limit=90
-  [ "$config" = gpt2 ] && limit=150
+train_pair() {  # train_pair CONFIG BATCH STEPS LOG_EVERY LIMIT: cujax, then JAX on its batches
+  local config="$1" batch="$2" steps="$3" every="$4" limit="$5"
   MEM=1 stage "train-$config" "$limit" env CUJAX_CACHE_DIR="$scratch/cache-$config" \
     CUJAX_DEFAULT_MATMUL_PRECISION=tensorfloat32 \
     "$build/cujax" train --config "$config" --batch "$batch" --steps "$steps" --log-every "$every" \
@@ -157,12 +155,15 @@ for spec in tiny:16:20:5 small:16:20:5 gpt2:8:8:4; do
   cp "$scratch/run-$config/metrics.csv" "$log/metrics-$config.csv" 2>/dev/null
   MEM=1 jax_stage "jax-train-$config" "$limit" "$py" bench/jax/bench.py train \
     --config "$config" --batches "$scratch/batches-$config.npy"
-done
+}
+train_pair tiny 16 20 5 90
+train_pair small 16 20 5 90
 stage attention 45 "$build/cujax" bench attention --platform cuda
 stage attention-xla 45 "$build/cujax" bench attention --platform cuda --implementation xla
 stage attention-cudnn 45 "$build/cujax" bench attention --platform cuda --implementation cudnn
 jax_stage jax-attention 90 "$py" bench/jax/bench.py attention
-stage decode 60 "$build/cujax" bench decode --platform cuda --config small --batch 1,8
+stage decode 60 env CUJAX_DEFAULT_MATMUL_PRECISION=tensorfloat32 \
+  "$build/cujax" bench decode --platform cuda --config small --batch 1,8
 jax_stage jax-decode 60 "$py" bench/jax/bench.py decode --config small --batches 1,8
 # a jitted call's host-side cost on the GPU's launch path, arrays resident on cuda:0
 stage dispatch 60 "$build/cujax" bench dispatch --platform cuda
@@ -184,6 +185,8 @@ if [ -d "$conformance" ] || [ "$dry_run" = 1 ]; then
 else
   table+=("$(printf '%-22s %-26s' conformance "skipped: no $conformance")")
 fi
+# gpt2 (124M parameters, 8 x 1024 tokens a step) after the checks above: the longest stages.
+train_pair gpt2 8 8 4 120
 # `cujax serve`'s engine and HTTP server on cuda, the `small` config (random init, max_len 256):
 # 8 closed-loop streamed /v1/completions clients against 8 slots, then against 1 slot; TPOT is
 # the ms per output token at batch 8 and at batch 1, with tokens/s and time to first token.
