@@ -54,11 +54,15 @@ build="${1:-build}"
 export CUJAX_HOST_FALLBACK=error
 # A packed folder's libraries, and NVIDIA's pip packages (NCCL, cuBLAS, cuDNN) where the
 # toolkit has none of its own.
+# JAX's stages keep the library path they were given; cujax's gets the additions below
+# (interop_check.py runs cujax with CUJAX_LD_LIBRARY_PATH).
+jax_ld_path="${LD_LIBRARY_PATH:-}"
 [ -d "$build/lib" ] && export LD_LIBRARY_PATH="$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for d in $(python3 -c 'import nvidia, os; [print(os.path.join(p, s, "lib")) for p in nvidia.__path__ for s in os.listdir(p)]' 2>/dev/null); do
   [ -d "$d" ] && LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
 done
 export LD_LIBRARY_PATH
+export CUJAX_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" PYTHONUNBUFFERED=1
 jobs="$(nproc)"
 [ "$jobs" -gt 8 ] && jobs=8
 shared="${CUJAX_SHARED_DIR:-$(pwd)/../shared}"
@@ -120,12 +124,21 @@ if [ ! -x "$build/cujax" ] && [ "$dry_run" = 0 ]; then
   stage build 300 cmake --build "$build" -j "$jobs"
 fi
 has_jax=0
-if [ "$dry_run" = 1 ] || "$py" -c "import jax, flax, optax, orbax.checkpoint" 2>/dev/null; then
+imports="import jax, flax, optax, orbax.checkpoint"
+if [ "$dry_run" = 1 ] ||
+  if [ -n "$jax_ld_path" ]; then env LD_LIBRARY_PATH="$jax_ld_path" "$py" -c "$imports"
+  else env -u LD_LIBRARY_PATH "$py" -c "$imports"; fi 2>/dev/null; then
   has_jax=1
 fi
 jax_stage() {  # jax_stage NAME LIMIT ARGS...: a JAX stage, skipped where JAX does not import
   if [ "$has_jax" = 1 ]; then
-    stage "$@"
+    local name="$1" limit="$2"
+    shift 2
+    if [ -n "$jax_ld_path" ]; then
+      stage "$name" "$limit" env LD_LIBRARY_PATH="$jax_ld_path" "$@"
+    else
+      stage "$name" "$limit" env -u LD_LIBRARY_PATH "$@"
+    fi
   else
     table+=("$(printf '%-22s %-26s' "$1" "skipped: no JAX ($py)")")
   fi

@@ -53,8 +53,13 @@ RTOL, ATOL = 1e-3, 1e-3  # float32 on a GPU: different kernels, different summat
 
 
 def sh(*cmd):
-    """Runs a command, returns its stdout; raises with its stderr's last lines when it fails."""
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    """Runs a command, returns its stdout; raises with its stderr's last lines when it fails.
+    cujax itself runs with CUJAX_LD_LIBRARY_PATH as its library path when that is set
+    (scripts/gpu-check.sh: the packed libraries, kept away from JAX's)."""
+    env = dict(os.environ)
+    if str(cmd[0]).endswith("cujax") and os.environ.get("CUJAX_LD_LIBRARY_PATH"):
+        env["LD_LIBRARY_PATH"] = os.environ["CUJAX_LD_LIBRARY_PATH"]
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         tail = " | ".join((p.stderr or p.stdout).strip().splitlines()[-3:])
         raise RuntimeError(f"{os.path.basename(str(cmd[0]))} {cmd[1]}: exit {p.returncode}: {tail}")
