@@ -4,7 +4,8 @@ the numbers compared; bench/jax/common.py):
 
   jax-export-forward   a Flax NNX model's forward, exported with jax.export and converted by
                        jax_export_to_cujax.py, runs in `cujax run` with JAX's logits
-  jax-export-loss      the same for a jitted loss-and-gradient step (loss and gradient norm)
+  jax-export-loss      the same for a jitted training step (clipping, AdamW): the loss, the
+                       gradient norm and the updated parameters
   cujax-export-xla     `cujax export --fn forward` of a `cujax train` run runs under XLA
                        (run_in_xla.py's compile) with `cujax run`'s logits
   orbax-restores-cujax orbax.checkpoint.StandardCheckpointer().restore reads that run's
@@ -142,22 +143,34 @@ def jax_export_forward(a, config):
 
 
 def jax_export_loss(a, config):
+    """A whole training step: loss, gradients, clipping and AdamW (bench.py's make_optimizer,
+    cujax train's recipe) from fresh optimizer state; the loss, the gradient norm and every
+    updated parameter compared."""
     import optax
+    from bench import make_optimizer
     model = lm.make(config, seed=4, attention_implementation="xla")
     rebuild, flat, _ = lm.split_params(model)
+    tx = make_optimizer(3e-3, 0, 10)
+    opt_state = tx.init(flat)
     window = tokens_for(config, seq=33, seed=8)
 
-    def loss_and_grad_norm(flat, inputs, targets):
+    def train_step(flat, opt_state, inputs, targets):
         def loss_fn(flat):
             logits = rebuild(flat)(inputs)
             return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
         loss, grads = jax.value_and_grad(loss_fn)(flat)
-        return loss, optax.global_norm(grads)
+        updates, _ = tx.update(grads, opt_state, flat)
+        return loss, optax.global_norm(grads), optax.apply_updates(flat, updates)
 
-    want, got = export_to_cujax(a, "jax-loss", loss_and_grad_norm,
-                                (flat, jnp.asarray(window[:, :-1]), jnp.asarray(window[:, 1:])))
-    compare("jax-export-loss (loss)", got[0], want[0])
-    compare("jax-export-loss (gradient norm)", got[1], want[1])
+    want, got = export_to_cujax(
+        a, "jax-train-step", train_step,
+        (flat, opt_state, jnp.asarray(window[:, :-1]), jnp.asarray(window[:, 1:])))
+    compare("jax-export-loss (train step: loss)", got[0], want[0])
+    compare("jax-export-loss (train step: gradient norm)", got[1], want[1])
+    params_got = np.concatenate([np.ravel(x) for x in got[2:]])
+    params_want = np.concatenate([np.ravel(x) for x in want[2:]])
+    compare(f"jax-export-loss (train step: {len(want) - 2} updated parameters)", params_got,
+            params_want)
 
 
 # ---- cujax export -> XLA, and Orbax reading cujax's checkpoint ----
