@@ -68,8 +68,8 @@ jobs="$(nproc)"
 shared="${CUJAX_SHARED_DIR:-$(pwd)/../shared}"
 [ -d "$shared" ] || shared="$(pwd)/shared"  # a checkout with shared/ inside it
 if [ -n "${OUT:-}" ] && [ "$dry_run" = 0 ]; then
-  log="$OUT/gpu-check"
-  mkdir -p "$log"
+  mkdir -p "$OUT/gpu-check"
+  log="$(cd "$OUT/gpu-check" && pwd)"
 else
   log="$(mktemp -d)"
 fi
