@@ -34,6 +34,8 @@
 #                                            machine without those packages; then run
 #                                            scripts/gpu-check.sh DIR there.
 set -uo pipefail
+# $OUT as given by the caller, before changing to the repository root.
+[ -n "${OUT:-}" ] && mkdir -p "$OUT/gpu-check" && OUT="$(cd "$OUT" && pwd)"
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--pack" ]; then
   out="${2:-build-gpu-bin}"
@@ -68,8 +70,7 @@ jobs="$(nproc)"
 shared="${CUJAX_SHARED_DIR:-$(pwd)/../shared}"
 [ -d "$shared" ] || shared="$(pwd)/shared"  # a checkout with shared/ inside it
 if [ -n "${OUT:-}" ] && [ "$dry_run" = 0 ]; then
-  mkdir -p "$OUT/gpu-check"
-  log="$(cd "$OUT/gpu-check" && pwd)"
+  log="$OUT/gpu-check"
 else
   log="$(mktemp -d)"
 fi
