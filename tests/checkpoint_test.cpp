@@ -16,6 +16,7 @@
 
 #include "cujax/checkpoint.h"
 #include "cujax/core/json.h"
+#include "cujax/numpy.h"
 
 namespace cujax {
 namespace {
@@ -495,4 +496,36 @@ TEST(Checkpoint, KilledSaveLeavesEarlierStepsRestorable) {
 }
 
 }  // namespace
+// A checkpoint written by real Orbax (tools/jax_bridge/interop_check.py on the GPU machine, in
+// $OUT/gpu-check/fixtures, committed to tests/fixtures/orbax-<layout>): a tree whose values the
+// test recomputes. "zarr" is use_ocdbt=False, "ocdbt" Orbax's default layout.
+void restore_orbax_fixture(const std::string& layout) {
+  const fs::path path = fs::path(CUJAX_SOURCE_DIR) / "tests" / "fixtures" / ("orbax-" + layout);
+  if (!fs::is_directory(path))
+    GTEST_SKIP() << "no " << path << ": tools/jax_bridge/interop_check.py writes it with Orbax "
+                 << "on a machine with JAX (scripts/gpu-check.sh), to commit";
+  State target;
+  target.set("dense.kernel", numpy::zeros({3, 4}, DType::F32));
+  target.set("dense.bias", numpy::zeros({4}, DType::F32));
+  target.set("embed", numpy::zeros({2, 3}, DType::BF16));
+  target.set("count", numpy::zeros({}, DType::I32));
+  const State got = StandardCheckpointer().restore(path.string(), target);
+  std::vector<float> kernel(12), bias(4), embed(6);
+  for (int i = 0; i < 12; ++i) kernel[i] = i / 8.0f;
+  for (int i = 0; i < 4; ++i) bias[i] = i - 2.0f;
+  for (int i = 0; i < 6; ++i) embed[i] = i / 4.0f;  // exact in bfloat16
+  EXPECT_EQ(got.at("dense.kernel").to_vector<float>(), kernel);
+  EXPECT_EQ(got.at("dense.bias").to_vector<float>(), bias);
+  EXPECT_EQ(numpy::astype(got.at("embed"), DType::F32).to_vector<float>(), embed);
+  EXPECT_EQ(got.at("count").item<int32_t>(), 7);
+}
+
+TEST(OrbaxFixture, RestoresZarrLayout) {
+  restore_orbax_fixture("zarr");
+}
+
+TEST(OrbaxFixture, RestoresOcdbtLayout) {
+  restore_orbax_fixture("ocdbt");
+}
+
 }  // namespace cujax

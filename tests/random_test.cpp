@@ -16,14 +16,21 @@
 //  [CONF]  The StableHLO conformance programs ../shared/conformance/stablehlo-testdata/random_*
 //          (JAX-generated, original threefry layout), whose @expected functions hold JAX's
 //          outputs for PRNGKey(42).
+//  [JAX-DRAWS] tests/fixtures/jax_random_draws.json: normal, uniform, categorical and
+//          permutation draws that JAX printed for PRNGKey(0) and PRNGKey(42), written by
+//          tools/jax_bridge/interop_check.py (scripts/gpu-check.sh, under $OUT/gpu-check/fixtures).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <numeric>
 #include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "cujax/core/json.h"
 #include "cujax/jit.h"
 #include "cujax/lax.h"
 #include "cujax/nn/initializers.h"
@@ -556,4 +563,51 @@ TEST(Jit, RepeatedCallsNoticeAChangedThreefrySetting) {
   }
   EXPECT_EQ(u32s(f(key)), on);
   EXPECT_EQ(f.compile_count(), 2);
+}
+
+// [JAX-DRAWS]: the same keys give JAX's draws.
+TEST(JaxDraws, SameKeysSameDraws) {
+  const std::string path = CUJAX_SOURCE_DIR "/tests/fixtures/jax_random_draws.json";
+  std::ifstream in(path);
+  if (!in)
+    GTEST_SKIP() << "no " << path << ": tools/jax_bridge/interop_check.py writes it on a machine "
+                 << "with JAX (scripts/gpu-check.sh), to commit";
+  std::stringstream text;
+  text << in.rdbuf();
+  const cujax::json::Value doc = cujax::json::parse(text.str(), path);
+  jr::ThreefryPartitionableScope layout(doc.at("threefry_partitionable").as_bool());
+  int compared = 0;
+  for (const cujax::json::Value& d : doc.at("draws").as_array()) {
+    const std::string sampler = d.at("sampler").as_string();
+    const Array key = jr::PRNGKey(d.at("seed").as_int());
+    std::vector<double> want;
+    for (const auto& v : d.at("values").as_array()) want.push_back(v.as_double());
+    const auto n = static_cast<int64_t>(want.size());
+    std::vector<double> got;
+    auto floats = [&](const Array& a) {
+      for (float x : a.to_vector<float>()) got.push_back(x);
+    };
+    auto ints = [&](const Array& a) {
+      for (int32_t x : a.to_vector<int32_t>()) got.push_back(x);
+    };
+    if (sampler == "normal") {
+      floats(jr::normal(key, {n}));
+    } else if (sampler == "uniform") {
+      floats(jr::uniform(key, {n}));
+    } else if (sampler == "categorical") {
+      std::vector<float> logits;
+      for (const auto& v : d.at("logits").as_array()) logits.push_back(v.as_double());
+      ints(jr::categorical(key, cujax::array(logits), -1, Shape{n}));
+    } else if (sampler == "permutation") {
+      ints(jr::permutation(key, d.at("n").as_int()));
+    } else {
+      FAIL() << path << ": unknown sampler " << sampler;
+    }
+    ASSERT_EQ(got.size(), want.size()) << sampler;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 2e-6 * std::max(1.0, std::abs(want[i])))
+          << sampler << " of PRNGKey(" << d.at("seed").as_int() << ") [" << i << "]";
+    ++compared;
+  }
+  EXPECT_GE(compared, 8);
 }

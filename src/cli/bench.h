@@ -30,6 +30,8 @@ StepTiming time_train_step(const models::TransformerConfig& config, int64_t batc
 
 int bench_dispatch(const std::vector<std::string>& args);
 int bench_train(const std::vector<std::string>& args);
+int bench_attention(const std::vector<std::string>& args);
+int bench_decode(const std::vector<std::string>& args);
 int bench_scaling(const std::vector<std::string>& args);
 // Built only with cpp-httplib, as `cujax serve`.
 int bench_serve(const std::vector<std::string>& args);

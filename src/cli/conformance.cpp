@@ -79,49 +79,99 @@ std::vector<std::string> expand(const std::vector<std::string>& inputs) {
   return files;
 }
 
-struct Child {
-  pid_t pid;
-  int fd;
-  std::string path;
+using Clock = std::chrono::steady_clock;
+
+// A forked process that runs the files the parent sends it, one at a time, so that a crash or
+// a hang costs one file, not the run, and the backend (CUDA's context above all) starts once
+// per worker rather than once per file. The parent writes "PATH\n"; the worker answers
+// "PASS" or "FAIL reason", each ended by '\0'.
+struct Worker {
+  pid_t pid = -1;
+  int to = -1;       // the parent's end of the paths pipe
+  int from = -1;     // the parent's end of the results pipe
+  std::string path;  // the file in progress; empty when idle
   std::string output;
-  std::chrono::steady_clock::time_point start;
-  bool killed = false;
+  Clock::time_point start;
+  bool alive() const { return pid > 0; }
 };
 
-// Runs the file in a forked child so that a crash or a hang costs one file, not the run.
-Child start_child(const std::string& path, const std::string& platform) {
-  int fds[2];
-  if (pipe(fds) != 0) throw Error("pipe failed: " + std::string(std::strerror(errno)));
+void write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = write(fd, s.data() + off, s.size() - off);
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+[[noreturn]] void worker_main(int in, int out, const std::string& platform) {
+  std::string pending;
+  char buf[4096];
+  for (;;) {
+    size_t eol;
+    while ((eol = pending.find('\n')) == std::string::npos) {
+      const ssize_t n = read(in, buf, sizeof buf);
+      if (n <= 0) _exit(0);  // the parent closed the pipe: no more files
+      pending.append(buf, static_cast<size_t>(n));
+    }
+    const std::string path = pending.substr(0, eol);
+    pending.erase(0, eol + 1);
+    const FileResult r = run_conformance_file(path, platform);
+    std::string msg = r.reason.empty() ? "PASS" : "FAIL " + r.reason;
+    std::replace(msg.begin(), msg.end(), '\0', ' ');
+    write_all(out, msg + '\0');
+  }
+}
+
+void start_worker(Worker& w, const std::vector<Worker>& all, const std::string& platform) {
+  int paths[2], results[2];
+  if (pipe(paths) != 0 || pipe(results) != 0)
+    throw Error("pipe failed: " + std::string(std::strerror(errno)));
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = fork();
   if (pid < 0) throw Error("fork failed: " + std::string(std::strerror(errno)));
   if (pid == 0) {
-    close(fds[0]);
-    const FileResult r = run_conformance_file(path, platform);
-    const std::string msg = r.reason.empty() ? "PASS" : "FAIL " + r.reason;
-    ssize_t off = 0;
-    while (off < static_cast<ssize_t>(msg.size())) {
-      const ssize_t n = write(fds[1], msg.data() + off, msg.size() - off);
-      if (n <= 0) break;
-      off += n;
-    }
-    _exit(0);
+    // The other workers' pipe ends: a copy held here would keep them from seeing their end.
+    for (const Worker& other : all)
+      if (other.alive()) {
+        close(other.to);
+        close(other.from);
+      }
+    close(paths[1]);
+    close(results[0]);
+    worker_main(paths[0], results[1], platform);
   }
-  close(fds[1]);
-  return Child{pid, fds[0], path, "", std::chrono::steady_clock::now()};
+  close(paths[0]);
+  close(results[1]);
+  w = Worker{pid, paths[1], results[0], "", "", Clock::now()};
 }
 
-std::string finish_child(Child& c) {
-  close(c.fd);
+// Closes the worker's pipes and waits for it; returns how it ended when it was killed or died
+// in the middle of a file.
+std::string stop_worker(Worker& w, bool kill_it) {
+  if (kill_it) kill(w.pid, SIGKILL);
+  close(w.to);
+  close(w.from);
   int status = 0;
-  waitpid(c.pid, &status, 0);
-  if (c.killed) return "FAIL timed out";
+  waitpid(w.pid, &status, 0);
+  w.pid = -1;
+  if (kill_it) return "FAIL timed out";
   if (WIFSIGNALED(status))
     return "FAIL crashed with signal " + std::to_string(WTERMSIG(status)) + " (" +
            strsignal(WTERMSIG(status)) + ")";
-  if (c.output.empty()) return "FAIL child produced no result";
-  return c.output;
+  return "FAIL child produced no result";
+}
+
+// After a failure that was not a clean verdict on the program (a check that did not hold, an
+// op not supported, a parse or verify error), the worker's state may be damaged (a CUDA error
+// is sticky for its context): the next file gets a fresh worker.
+bool keeps_worker(const std::string& outcome) {
+  if (outcome == "PASS") return true;
+  for (const char* clean : {"FAIL failed ", "FAIL unsupported: ", "FAIL parse error",
+                            "FAIL verify error: ", "FAIL program has no check"})
+    if (outcome.rfind(clean, 0) == 0) return true;
+  return false;
 }
 
 // Starts `platform`'s backend in a forked child and throws its error, if any. The parent must
@@ -162,38 +212,67 @@ int run_conformance(const std::vector<std::string>& inputs, const ConformanceOpt
   check_platform_in_child(options.platform);
   const std::vector<std::string> files = expand(inputs);
   std::map<std::string, std::string> outcome;
-  std::vector<Child> running;
+  // A worker that died writes to a closed pipe: an error to handle, not a signal to die of.
+  struct sigaction ignore {
+  }, saved{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &saved);
+  std::vector<Worker> workers(static_cast<size_t>(std::max(1, options.jobs)));
   size_t next = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (next < files.size() || !running.empty()) {
-    while (next < files.size() && static_cast<int>(running.size()) < std::max(1, options.jobs))
-      running.push_back(start_child(files[next++], options.platform));
+  const auto t0 = Clock::now();
+  auto busy = [&] {
+    return std::any_of(workers.begin(), workers.end(),
+                       [](const Worker& w) { return !w.path.empty(); });
+  };
+  while (next < files.size() || busy()) {
+    for (Worker& w : workers) {
+      if (!w.path.empty() || next >= files.size()) continue;
+      if (!w.alive()) start_worker(w, workers, options.platform);
+      w.path = files[next++];
+      w.output.clear();
+      w.start = Clock::now();
+      write_all(w.to, w.path + "\n");
+    }
     std::vector<pollfd> pfds;
-    for (const auto& c : running) pfds.push_back({c.fd, POLLIN, 0});
+    std::vector<Worker*> polled;
+    for (Worker& w : workers)
+      if (!w.path.empty()) {
+        pfds.push_back({w.from, POLLIN, 0});
+        polled.push_back(&w);
+      }
     poll(pfds.data(), pfds.size(), 100);
-    const auto now = std::chrono::steady_clock::now();
-    for (size_t i = running.size(); i-- > 0;) {
-      Child& c = running[i];
-      bool done = false;
+    const auto now = Clock::now();
+    for (size_t i = 0; i < polled.size(); ++i) {
+      Worker& w = *polled[i];
+      std::string result;
+      bool ended = false;
       if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
         char buf[4096];
-        const ssize_t n = read(c.fd, buf, sizeof buf);
-        if (n > 0)
-          c.output.append(buf, n);
-        else
-          done = true;
+        const ssize_t n = read(w.from, buf, sizeof buf);
+        if (n > 0) {
+          w.output.append(buf, static_cast<size_t>(n));
+          const size_t end = w.output.find('\0');
+          if (end != std::string::npos) result = w.output.substr(0, end);
+        } else {
+          ended = true;
+        }
       }
-      if (!done && now - c.start > std::chrono::seconds(options.timeout_seconds)) {
-        kill(c.pid, SIGKILL);
-        c.killed = true;
-        done = true;
-      }
-      if (done) {
-        outcome[c.path] = finish_child(c);
-        running.erase(running.begin() + i);
+      if (!result.empty()) {
+        outcome[w.path] = result;
+        w.path.clear();
+        if (options.process_per_file || !keeps_worker(result)) stop_worker(w, false);
+      } else if (ended) {
+        outcome[w.path] = stop_worker(w, false);
+        w.path.clear();
+      } else if (now - w.start > std::chrono::seconds(options.timeout_seconds)) {
+        outcome[w.path] = stop_worker(w, true);
+        w.path.clear();
       }
     }
   }
+  for (Worker& w : workers)
+    if (w.alive()) stop_worker(w, false);  // idle: it exits when its paths pipe closes
+  sigaction(SIGPIPE, &saved, nullptr);
   int passed = 0, failed = 0;
   for (const auto& f : files) {
     const std::string& o = outcome[f];
@@ -205,7 +284,7 @@ int run_conformance(const std::vector<std::string>& inputs, const ConformanceOpt
       std::printf("FAIL %s: %s\n", f.c_str(), o.substr(5).c_str());
     }
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   const double rate = files.empty() ? 1.0 : static_cast<double>(passed) / files.size();
   std::fprintf(stderr, "conformance on %s: %.1f%% passed in %.1f s\n", options.platform.c_str(),
                100.0 * rate, secs);

@@ -45,9 +45,11 @@ commands:
       --timeout SECONDS        limit per file (default: 60)
       --min-pass-rate R        exit 0 when at least this fraction passes (default: 1)
       -v                       also list the files that pass
+      --process-per-file       a fresh process per file (default: one worker per job)
   train [options]              train a transformer language model (docs/training.md)
       --config tiny|small|gpt2 --data FILE|DIR --steps N --batch B --seq T --lr LR
       --seed S --log-every N --eval-every N --checkpoint-every N --out DIR --platform P
+      --dump-batches FILE      the run's training batches as .npy int32 (steps, 2, B, T)
       --mesh data=N[,model=M]  data (and tensor) parallel over N*M virtual cpu devices,
                                split over the processes under mpirun, or given
       --coordinator HOST:PORT --num-processes N --process-id I   (TCP, docs/sharding.md)
@@ -67,6 +69,10 @@ commands:
   bench dispatch [--platform P]
                                time of a jitted call: first (trace + compile) and steady state
   bench train [--platform P]   ms/step and tokens/s of the tiny config against PyTorch CPU
+  bench attention [--seq 1024,4096 --heads N --implementation xla|cudnn --platform P]
+                               causal bf16 dot_product_attention, head dim 128, in TFLOP/s
+  bench decode [--config small --batch 1,8 --platform P]
+                               the KV-cache decode step, ms per step at each batch size
   bench scaling [--batch B --steps N --platform P]
                                the tiny training step data-parallel on 1, 2, 4, 8 cpu devices;
                                on cuda also the step on cuda:0 and NCCL over every GPU
@@ -115,6 +121,8 @@ int stablehlo_test_command(const std::vector<std::string>& args) {
       options.min_pass_rate = std::stod(value());
     else if (a == "-v")
       options.verbose = true;
+    else if (a == "--process-per-file")
+      options.process_per_file = true;
     else if (!a.empty() && a[0] == '-')
       throw cujax::Error("unknown option " + a);
     else
@@ -152,13 +160,18 @@ int main(int argc, char** argv) {
         return cujax::cli::bench_dispatch({args.begin() + 1, args.end()});
       if (!args.empty() && args[0] == "train")
         return cujax::cli::bench_train({args.begin() + 1, args.end()});
+      if (!args.empty() && args[0] == "attention")
+        return cujax::cli::bench_attention({args.begin() + 1, args.end()});
+      if (!args.empty() && args[0] == "decode")
+        return cujax::cli::bench_decode({args.begin() + 1, args.end()});
       if (!args.empty() && args[0] == "scaling")
         return cujax::cli::bench_scaling({args.begin() + 1, args.end()});
 #ifdef CUJAX_HAVE_HTTPLIB
       if (!args.empty() && args[0] == "serve")
         return cujax::cli::bench_serve({args.begin() + 1, args.end()});
 #endif
-      throw cujax::cli::UsageError("bench needs a benchmark name: dispatch, train, scaling, serve");
+      throw cujax::cli::UsageError(
+          "bench needs a benchmark name: dispatch, train, attention, decode, scaling, serve");
     }
     if (command == "version" || command == "--version") {
       std::printf("cujax %s\n", CUJAX_VERSION);

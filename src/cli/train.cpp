@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/model_dir.h"
 #include "cujax/checkpoint.h"
+#include "cujax/core/npy.h"
 #include "cujax/data.h"
 #include "cujax/devices.h"
 #include "cujax/distributed.h"
@@ -265,15 +266,37 @@ State global_values(const State& state) {
   return out;
 }
 
+// --dump-batches FILE: the training batches of steps [start, steps) in the order the run takes
+// them, as one .npy of int32 (steps - start, 2, batch, seq) (inputs, then targets), so that a
+// peer (bench/jax) trains on the same tokens.
+void dump_batches(const std::string& path, const data::DataLoader& loader, int64_t start,
+                  int64_t steps) {
+  const data::BatchProducer next = loader.stream(start);
+  std::vector<int32_t> tokens;
+  Shape batch_shape;
+  int64_t count = 0;
+  for (; start + count < steps; ++count) {
+    const std::optional<data::Batch> b = next();
+    if (!b) break;
+    batch_shape = b->inputs.shape();
+    for (const Array* a : {&b->inputs, &b->targets}) {
+      const std::vector<int32_t> v = a->to_vector<int32_t>();
+      tokens.insert(tokens.end(), v.begin(), v.end());
+    }
+  }
+  if (count == 0) throw UsageError("--dump-batches: the run has no steps left to dump");
+  save_npy(path, HostTensor::from_vector(tokens, {count, 2, batch_shape[0], batch_shape[1]}));
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& argv) {
   const std::vector<std::string> run_options = {"config", "data", "steps",  "batch",
                                                 "seq",    "lr",   "warmup", "seed"};
   std::vector<std::string> options = run_options;
-  options.insert(options.end(),
-                 {"log-every", "eval-every", "eval-batches", "checkpoint-every", "out", "mesh",
-                  "coordinator", "num-processes", "process-id", "platform", "profile"});
+  options.insert(options.end(), {"log-every", "eval-every", "eval-batches", "checkpoint-every",
+                                 "out", "mesh", "coordinator", "num-processes", "process-id",
+                                 "platform", "profile", "dump-batches"});
   const Args args(argv, options, {"resume", "overwrite"});
   if (!args.positional().empty())
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
@@ -421,6 +444,8 @@ int train_command(const std::vector<std::string>& argv) {
                   static_cast<long long>(start_step), static_cast<long long>(steps));
   }
   if (writer) write_model_config(out, config, run.to_json());
+  if (writer && args.has("dump-batches") && start_step < steps)
+    dump_batches(args.string("dump-batches", ""), train_loader, start_step, steps);
   const auto& axes = mesh ? mesh->axis_names() : std::vector<std::string>{};
   const bool data_axis = std::find(axes.begin(), axes.end(), "data") != axes.end();
   const Sharding batch_sharding =

@@ -36,7 +36,9 @@ def leaf_paths(tree, root):
     for path, _ in jax.tree_util.tree_flatten_with_path(dummy)[0]:
         keys = list(path)
         if root == "arg":  # in_tree is ((args...), {kwargs}); name positional args arg0, arg1...
-            if len(keys) < 2 or keys[0] != jax.tree_util.SequenceKey(0):
+            seq = jax.tree_util.SequenceKey
+            if len(keys) < 2 or not isinstance(keys[0], seq) or keys[0].idx != 0 or \
+                    not isinstance(keys[1], seq):
                 raise SystemExit("keyword arguments are not supported; pass them positionally")
             head, keys = f"arg{keys[1].idx}", keys[2:]
         else:

@@ -26,17 +26,32 @@ def load(path, dtype):
 
 
 def compile_stablehlo(text):
-    """XLA's compile of MLIR text; the entry point moved between jaxlib versions."""
+    """XLA's compile of MLIR text through jaxlib's backend; the entry point and its arguments
+    moved between jaxlib versions, so each known form is tried in turn."""
     try:
         from jax.extend.backend import get_backend
     except ImportError:
         from jax.lib.xla_bridge import get_backend
     backend = get_backend()
     options = xla_client.CompileOptions()
+    device = backend.local_devices()[0]
+    attempts = []
     if hasattr(backend, "compile_and_load"):
-        devices = xla_client.DeviceList(tuple(backend.local_devices()[:1]))
-        return backend.compile_and_load(text, devices, options)
-    return backend.compile(text, options)
+        device_list = getattr(xla_client, "DeviceList", None)
+        devices = device_list((device,)) if device_list else [device]
+        attempts += [lambda: backend.compile_and_load(text, devices, options),
+                     lambda: backend.compile_and_load(text.encode(), devices, options),
+                     lambda: backend.compile_and_load(text, [device], options)]
+    if hasattr(backend, "compile"):
+        attempts += [lambda: backend.compile(text, options),
+                     lambda: backend.compile(text.encode(), options)]
+    errors = []
+    for attempt in attempts:
+        try:
+            return attempt()
+        except Exception as e:  # noqa: BLE001 (the next form, or all errors at the end)
+            errors.append(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+    raise RuntimeError("no form of jaxlib's compile took the module: " + " | ".join(errors))
 
 
 def main():
