@@ -1,6 +1,13 @@
 // Point-to-point messages with one tag per collective instance. MPI is asked for
 // MPI_THREAD_SERIALIZED only: every call is made under one mutex, and waits poll (Iprobe,
 // Testall) instead of blocking so that other devices' threads can use MPI meanwhile.
+//
+// Failures: a process that dies (a crash, a kill, exit() without MPI_Finalize) makes mpirun
+// end the whole job within about a second and name its rank; Debian's OpenMPI has no ULFM to
+// do better. A process that stops on an error leaves in order (MPI_Finalize), which would
+// leave the others waiting in a collective until its timeout: so each process says goodbye to
+// the others on a separate communicator before finalizing, and a wait for a process that said
+// goodbye throws at once, naming it.
 #include "distributed/mpi_transport.h"
 
 #include "cujax/core/error.h"
@@ -12,22 +19,35 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <climits>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace cujax::distributed {
 
 namespace {
 
-void check(int rc, const char* call) {
+constexpr int kGoodbyeTag = 1;
+
+// This process as the others name it.
+std::string identity() {
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = '\0';
+  return std::string(host) + ":" + std::to_string(::getpid());
+}
+
+void check(int rc, const std::string& call) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  throw RuntimeError(std::string(call) + " failed: " + std::string(text, len));
+  throw RuntimeError(call + " failed: " + std::string(text, len));
 }
 
 class MpiTransport final : public runtime::Transport {
@@ -44,14 +64,46 @@ class MpiTransport final : public runtime::Transport {
                     ", cujax needs MPI_THREAD_SERIALIZED");
     }
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
+    // Errors come back as exceptions naming the ranks waited for, not as an abort.
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
+    gone_.resize(static_cast<size_t>(size()));
+    gone_at_.resize(gone_.size());
     void* ub = nullptr;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     tag_ub_ = flag ? *static_cast<int*>(ub) : 32767;
   }
   ~MpiTransport() override {
+    MPI_Comm_free(&control_);
     MPI_Comm_free(&comm_);
     if (owns_mpi_) MPI_Finalize();
+  }
+
+  // Tells every other process that this one makes no more collectives (small messages, sent
+  // eagerly: none waits for a receiver).
+  void finish() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int me = rank(), n = size();
+    const std::string words = identity();
+    std::vector<MPI_Request> sends;
+    for (int r = 0; r < n; ++r) {
+      if (r == me) continue;
+      MPI_Request req;
+      if (MPI_Isend(words.data(), static_cast<int>(words.size()), MPI_CHAR, r, kGoodbyeTag,
+                    control_, &req) == MPI_SUCCESS)
+        sends.push_back(req);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    int done = 0;
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      MPI_Testall(static_cast<int>(sends.size()), sends.data(), &done, MPI_STATUSES_IGNORE);
+      if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!done)
+      for (MPI_Request& req : sends)
+        if (req != MPI_REQUEST_NULL) MPI_Request_free(&req);
   }
 
   int rank() const {
@@ -93,16 +145,27 @@ class MpiTransport final : public runtime::Transport {
           if (received[i]) continue;
           int flag = 0;
           MPI_Status status;
-          check(MPI_Iprobe(peers[i], t, comm_, &flag, &status), "MPI_Iprobe");
+          check(MPI_Iprobe(peers[i], t, comm_, &flag, &status),
+                "MPI_Iprobe for rank " + std::to_string(peers[i]));
           if (!flag) continue;
           int count = 0;
           MPI_Get_count(&status, MPI_BYTE, &count);
           replies[i].resize(static_cast<size_t>(count));
           check(MPI_Recv(replies[i].data(), count, MPI_BYTE, peers[i], t, comm_, MPI_STATUS_IGNORE),
-                "MPI_Recv");
+                "MPI_Recv from rank " + std::to_string(peers[i]));
           received[i] = true;
           --pending;
         }
+        receive_goodbyes();
+        // Messages on two communicators may pass each other: a goodbye fails the wait only
+        // once whatever the process sent before it had a moment to arrive.
+        const auto now = std::chrono::steady_clock::now();
+        for (size_t i = 0; i < peers.size(); ++i)
+          if (!received[i] && !gone_[static_cast<size_t>(peers[i])].empty() &&
+              now - gone_at_[static_cast<size_t>(peers[i])] > std::chrono::milliseconds(500))
+            throw RuntimeError("MPI collective: waiting for rank " + std::to_string(peers[i]) +
+                               " (" + gone_[static_cast<size_t>(peers[i])] +
+                               "), which left the run (it finished, or stopped on an error)");
         if (!sent) {
           int done = 0;
           check(
@@ -125,7 +188,27 @@ class MpiTransport final : public runtime::Transport {
   }
 
  private:
+  // Records the goodbyes that arrived (under mu_).
+  void receive_goodbyes() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kGoodbyeTag, control_, &flag, &status) != MPI_SUCCESS || !flag)
+        return;
+      int count = 0;
+      MPI_Get_count(&status, MPI_CHAR, &count);
+      std::string words(static_cast<size_t>(std::max(count, 0)), '\0');
+      MPI_Recv(words.data(), count, MPI_CHAR, status.MPI_SOURCE, kGoodbyeTag, control_,
+               MPI_STATUS_IGNORE);
+      gone_[static_cast<size_t>(status.MPI_SOURCE)] = words.empty() ? "?" : words;
+      gone_at_[static_cast<size_t>(status.MPI_SOURCE)] = std::chrono::steady_clock::now();
+    }
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm control_ = MPI_COMM_NULL;  // goodbyes
+  std::vector<std::string> gone_;     // per rank: its host:pid once it said goodbye
+  std::vector<std::chrono::steady_clock::time_point> gone_at_;  // when the goodbye came
   int tag_ub_ = 32767;
   bool owns_mpi_ = false;
   std::mutex mu_;
