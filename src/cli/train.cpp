@@ -413,6 +413,12 @@ int train_command(const std::vector<std::string>& argv) {
     for (int64_t s : param_manager->all_steps())
       if (std::find(with_opt.begin(), with_opt.end(), s) != with_opt.end()) start_step = s;
     if (start_step == 0) throw UsageError("--resume: no complete checkpoint in " + out);
+    // A later step saved in one manager only is half of a save that a crash cut short: the
+    // resumed run saves that step again.
+    if (writer)
+      for (auto* manager : {&*param_manager, &*opt_manager})
+        for (int64_t s : manager->all_steps())
+          if (s > start_step) manager->delete_step(s);
     params = param_manager->restore(start_step, params);
     opt_state = opt_manager->restore(start_step, opt_state);
     rows = read_metrics(fs::path(out) / "metrics.csv", start_step);
@@ -478,11 +484,22 @@ int train_command(const std::vector<std::string>& argv) {
   std::optional<double> last_val;
   Array loss_sum;          // on the device until the next log
   int64_t loss_steps = 0;  // in loss_sum; the timed window_steps leave out the compiling step
+  const std::string metrics_path = (fs::path(out) / "metrics.csv").string();
+  const std::vector<std::string> metrics_columns = {"step",          "train_loss",   "val_loss",
+                                                    "learning_rate", "tokens_per_s", "elapsed_s"};
   auto save = [&](int64_t step) {
     std::map<std::string, double> metrics;
     if (last_val) metrics["val_loss"] = *last_val;
     const State all_params = global_values(params), all_opt_state = global_values(opt_state);
     if (!writer) return;
+    // One save in flight: the two managers never drift apart by more than one step, so the
+    // last max_to_keep steps of each always share a complete one (and a failed save stops
+    // the run at the next).
+    param_manager->wait_until_finished();
+    opt_manager->wait_until_finished();
+    // The log up to `step` is on disk (atomically) before the checkpoint can be: a run killed
+    // after the commit resumes with its rows (those past the checkpoint it drops).
+    metrics_log::write_csv(metrics_path, metrics_columns, rows);
     param_manager->save(step, all_params, metrics);
     opt_manager->save(step, all_opt_state, metrics);
   };
@@ -542,9 +559,7 @@ int train_command(const std::vector<std::string>& argv) {
   opt_manager->wait_until_finished();
   const double total_seconds = seconds_since(start);
 
-  metrics_log::write_csv(
-      (fs::path(out) / "metrics.csv").string(),
-      {"step", "train_loss", "val_loss", "learning_rate", "tokens_per_s", "elapsed_s"}, rows);
+  metrics_log::write_csv(metrics_path, metrics_columns, rows);
   std::vector<std::pair<double, double>> train_curve, val_curve;
   for (const auto& row : rows) {
     train_curve.emplace_back(row[0], row[1]);
