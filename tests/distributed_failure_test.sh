@@ -7,7 +7,8 @@
 # - over TCP, process 0 stopping alone on an error -> process 1 exits within 10 s naming it;
 # - a coordinator that nobody runs -> an error naming its address after CUJAX_INIT_TIMEOUT;
 # - under mpirun (skipped without it): rank 1 killed -> the job ends within 10 s, non-zero,
-#   mpirun naming rank 1; rank 0 stopping alone on an error -> the job ends within 10 s.
+#   mpirun naming rank 1; rank 1 stopped with a 3 s heartbeat timeout -> rank 0 names it and
+#   aborts the job; rank 0 stopping alone on an error -> the job ends within 10 s.
 # Usage: distributed_failure_test.sh CUJAX SOURCE_DIR
 set -uo pipefail
 cujax="$1"
@@ -134,32 +135,47 @@ if ! command -v mpirun >/dev/null; then
 else
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_plm_rsh_agent=""  # one machine: no ssh
+  export CUJAX_HEARTBEAT_TIMEOUT=20
   mpi_start() {
     local name=$1
     timeout 120 mpirun -np 2 --oversubscribe --mca btl self,tcp -x CUJAX_NUM_CPU_DEVICES \
-      -x CUJAX_COLLECTIVE_TIMEOUT "$cujax" train --config tiny --data "$corpus" --batch 4 \
-      --seq 32 --steps 100000 --log-every 5 --eval-every 100000 --mesh data=2 \
-      --out "$work/$name" >"$work/$name.0.log" 2>&1 &
+      -x CUJAX_COLLECTIVE_TIMEOUT -x CUJAX_HEARTBEAT_TIMEOUT "$cujax" train --config tiny \
+      --data "$corpus" --batch 4 --seq 32 --steps 100000 --log-every 5 --eval-every 100000 \
+      --mesh data=2 --out "$work/$name" >"$work/$name.0.log" 2>&1 &
     pids=($!)
   }
-  mpi_start mpikill
-  if wait_for_text "$work/mpikill.0.log" "step     10/" 120; then
-    ranks=($(pgrep -P "$(pgrep -P "${pids[0]}" mpirun)" 2>/dev/null))
-    if [ ${#ranks[@]} -ne 2 ]; then
-      fail "mpirun: did not find its 2 processes"
-    else
-      kill -9 "${ranks[1]}"
-      expect_stop mpikill "rank 1 killed under mpirun" "process rank 1 .* exited on signal 9" 0
+  # mpi_ranks NAME: once the run logged step 10, its ranks' pids in $ranks; else returns 1.
+  mpi_ranks() {
+    ranks=()
+    if ! wait_for_text "$work/$1.0.log" "step     10/" 120; then
+      if grep -q "built without MPI" "$work/$1.0.log"; then
+        skip="cujax was built without MPI (install libopenmpi-dev and reconfigure)"
+      else
+        fail "the mpirun run did not reach step 10"
+        cat "$work/$1.0.log"
+      fi
+      kill "${pids[0]}"
+      wait
+      return 1
     fi
-  elif grep -q "built without MPI" "$work/mpikill.0.log"; then
-    skip="cujax was built without MPI (install libopenmpi-dev and reconfigure)"
-    kill "${pids[0]}"
-    wait
-  else
-    fail "the mpirun run did not reach step 10"
-    cat "$work/mpikill.0.log"
+    ranks=($(pgrep -P "$(pgrep -P "${pids[0]}" mpirun)" 2>/dev/null))
+    [ ${#ranks[@]} -eq 2 ] || { fail "mpirun: did not find its 2 processes"; return 1; }
+  }
+  mpi_start mpikill
+  if mpi_ranks mpikill; then
+    kill -9 "${ranks[1]}"
+    expect_stop mpikill "rank 1 killed under mpirun" "process rank 1 .* exited on signal 9" 0
   fi
   if [ -z "$skip" ]; then
+    export CUJAX_HEARTBEAT_TIMEOUT=3
+    mpi_start mpistop
+    if mpi_ranks mpistop; then
+      kill -STOP "${ranks[1]}"
+      expect_stop mpistop "rank 1 stopped under mpirun" \
+        "rank 1 ($host:${ranks[1]}) sent no heartbeat for 3 s" 0
+      kill -9 "${ranks[1]}" 2>/dev/null
+    fi
+    export CUJAX_HEARTBEAT_TIMEOUT=20
     mkdir -p "$work/mpierror"
     touch "$work/mpierror/opt_state"
     mpi_start mpierror

@@ -18,8 +18,8 @@ struct InitializeOptions {
   // TCP: seconds for every process to connect to the coordinator, after which initialize()
   // throws naming the address. <= 0: CUJAX_INIT_TIMEOUT, else 60.
   double initialization_timeout = -1;
-  // TCP: seconds without a heartbeat after which a connected process counts as failed (a
-  // process that exits or crashes is noticed at once). <= 0: CUJAX_HEARTBEAT_TIMEOUT, else 20.
+  // Seconds without a heartbeat after which a process counts as failed (TCP and MPI; one
+  // that exits or crashes is noticed at once). <= 0: CUJAX_HEARTBEAT_TIMEOUT, else 20.
   double heartbeat_timeout_seconds = -1;
 };
 

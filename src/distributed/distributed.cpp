@@ -96,7 +96,9 @@ void initialize(const InitializeOptions& options) {
                   " processes asked for, but cujax was built without MPI (install "
                   "libopenmpi-dev and reconfigure)");
     int count = 1, index = 0;
-    s.transport = make_mpi_transport(&count, &index);
+    s.transport = make_mpi_transport(
+        &count, &index,
+        seconds_option(options.heartbeat_timeout_seconds, "CUJAX_HEARTBEAT_TIMEOUT", 20));
     if ((options.num_processes > 0 && options.num_processes != count) ||
         (options.process_id >= 0 && options.process_id != index)) {
       s.transport.reset();
