@@ -77,11 +77,11 @@ expect_stop() {
 timeout_wait() {
   local pid=$1 tenths=$(($2 * 10)) i
   for ((i = 0; i < tenths; i++)); do
-    if ! kill -0 "$pid" 2>/dev/null; then wait "$pid"; return $?; fi
+    if ! kill -0 "$pid" 2>/dev/null; then wait "$pid" 2>/dev/null; return $?; fi
     sleep 0.1
   done
   kill -0 "$pid" 2>/dev/null && return 255
-  wait "$pid"
+  wait "$pid" 2>/dev/null
 }
 
 # A process killed mid-run (once process 0 logged step 10).
@@ -89,12 +89,14 @@ start_tcp 3 kill2
 wait_for_text "$work/kill2.0.log" "step     10/" 120 || fail "the 3-process run did not reach step 10"
 victim=${pids[2]}
 kill -9 "$victim"
+wait "$victim" 2>/dev/null
 expect_stop kill2 "process 2 killed" "process 2 ($host:$victim) exited or crashed" 0 1
 
 start_tcp 3 kill0
 wait_for_text "$work/kill0.0.log" "step     10/" 120 || fail "the 3-process run did not reach step 10"
 victim=${pids[0]}
 kill -9 "$victim"
+wait "$victim" 2>/dev/null
 expect_stop kill0 "the coordinator killed" "process 0 ($host:$victim) exited or crashed" 1 2
 
 # A hung process closes no connection: the heartbeat timeout finds it.
