@@ -417,6 +417,32 @@ TEST(Checkpoint, ManagerKeepsLastNAndBest) {
   EXPECT_EQ(mgr2.all_steps(), (std::vector<int64_t>{4, 6, 8}));
 }
 
+TEST(Checkpoint, ManagerDeletesAStepAndSavesItAgain) {
+  const fs::path dir = fresh_dir("manager_delete");
+  CheckpointManagerOptions opts;
+  opts.enable_async_checkpointing = true;
+  CheckpointManager mgr(dir.string(), opts);
+  State a, b;
+  a.set("w", array(pattern(DType::F32, {4}, 1)));
+  b.set("w", array(pattern(DType::F32, {4}, 2)));
+  mgr.save(1, a);
+  mgr.save(2, a);
+  mgr.delete_step(2);  // waits for the pending saves first
+  EXPECT_EQ(mgr.all_steps(), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(tmp_folders(dir).empty());
+  try {
+    mgr.delete_step(3);
+    ADD_FAILURE() << "deleting a missing step did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no step 3 to delete in " + dir.string()),
+              std::string::npos)
+        << e.what();
+  }
+  mgr.save(2, b);  // the step can be saved again, with other values
+  mgr.wait_until_finished();
+  EXPECT_TRUE(same_bytes(mgr.restore(2, a).at("w").to_host(), pattern(DType::F32, {4}, 2)));
+}
+
 TEST(Checkpoint, AsyncSaveThenRestore) {
   const fs::path dir = fresh_dir("async");
   CheckpointManagerOptions opts;

@@ -111,6 +111,9 @@ class CheckpointManager {
   State restore(int64_t step, const std::vector<std::pair<std::string, ShapeDtype>>& target) const;
   // Blocks until the pending asynchronous saves are on disk; rethrows their error.
   void wait_until_finished();
+  // Removes a complete step (Orbax's delete(step)): renamed to a temporary folder first, so an
+  // interrupted removal leaves no partial step. Waits for pending saves first.
+  void delete_step(int64_t step);
   const std::string& directory() const { return directory_; }
 
  private:
@@ -121,6 +124,7 @@ class CheckpointManager {
   };
   void write_step(const Job& job);
   void remove_old_steps();
+  void remove_step(int64_t step);
   void worker();
   void rethrow_pending_error();
 

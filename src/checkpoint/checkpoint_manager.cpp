@@ -189,14 +189,25 @@ void CheckpointManager::remove_old_steps() {
     for (size_t i = 0; i < scored.size() && i < static_cast<size_t>(options_.keep_best); ++i)
       keep.insert(scored[i].second);
   }
-  for (int64_t s : steps) {
-    if (keep.count(s)) continue;
-    // Renamed first, so an interrupted removal leaves a temporary folder, not a partial step.
-    const fs::path p = fs::path(directory_) / std::to_string(s);
-    const fs::path doomed = files::tmp_sibling(p);
-    fs::rename(p, doomed);
-    fs::remove_all(doomed);
-  }
+  for (int64_t s : steps)
+    if (!keep.count(s)) remove_step(s);
+}
+
+// Renamed first, so an interrupted removal leaves a temporary folder, not a partial step.
+void CheckpointManager::remove_step(int64_t step) {
+  const fs::path p = fs::path(directory_) / std::to_string(step);
+  const fs::path doomed = files::tmp_sibling(p);
+  fs::rename(p, doomed);
+  fs::remove_all(doomed);
+}
+
+void CheckpointManager::delete_step(int64_t step) {
+  wait_until_finished();
+  const auto steps = all_steps();
+  if (!std::binary_search(steps.begin(), steps.end(), step))
+    throw Error("CheckpointManager: no step " + std::to_string(step) + " to delete in " +
+                directory_);
+  remove_step(step);
 }
 
 void CheckpointManager::worker() {

@@ -38,6 +38,9 @@ using clock = std::chrono::steady_clock;
 
 constexpr const char* kDefaultCorpus = "/usr/share/games/fortunes";
 constexpr double kValidationFraction = 0.05;
+// Checkpoint metrics: the training losses summed since the last log, and how many.
+constexpr const char* kWindowSum = "train_loss_window_sum";
+constexpr const char* kWindowSteps = "train_loss_window_steps";
 
 double seconds_since(clock::time_point t) {
   return std::chrono::duration<double>(clock::now() - t).count();
@@ -436,6 +439,12 @@ int train_command(const std::vector<std::string>& argv) {
     for (int64_t s : param_manager->all_steps())
       if (std::find(with_opt.begin(), with_opt.end(), s) != with_opt.end()) start_step = s;
     if (start_step == 0) throw UsageError("--resume: no complete checkpoint in " + out);
+    // A later step saved in one manager only is half of a save that a crash cut short: the
+    // resumed run saves that step again.
+    if (writer)
+      for (auto* manager : {&*param_manager, &*opt_manager})
+        for (int64_t s : manager->all_steps())
+          if (s > start_step) manager->delete_step(s);
     params = param_manager->restore(start_step, params);
     opt_state = opt_manager->restore(start_step, opt_state);
     rows = read_metrics(fs::path(out) / "metrics.csv", start_step);
@@ -503,11 +512,37 @@ int train_command(const std::vector<std::string>& argv) {
   std::optional<double> last_val;
   Array loss_sum;          // on the device until the next log
   int64_t loss_steps = 0;  // in loss_sum; the timed window_steps leave out the compiling step
+  Array resumed_sum;       // on the host: loss_sum when the resumed checkpoint was saved
+  if (resume) {
+    const std::map<std::string, double> saved = param_manager->metrics(start_step);
+    if (saved.count(kWindowSum) && saved.count(kWindowSteps)) {
+      resumed_sum = array(std::vector<float>{static_cast<float>(saved.at(kWindowSum))}, Shape{});
+      loss_steps = static_cast<int64_t>(saved.at(kWindowSteps));
+    }
+    if (saved.count("val_loss")) last_val = saved.at("val_loss");
+  }
+  const std::string metrics_path = (fs::path(out) / "metrics.csv").string();
+  const std::vector<std::string> metrics_columns = {"step",          "train_loss",   "val_loss",
+                                                    "learning_rate", "tokens_per_s", "elapsed_s"};
   auto save = [&](int64_t step) {
     std::map<std::string, double> metrics;
     if (last_val) metrics["val_loss"] = *last_val;
+    // A checkpoint between two logs records the log's window so far, so that a run resumed
+    // there logs the same mean loss (the float32 sum, exact in a double).
+    if (loss_steps > 0) {
+      metrics[kWindowSum] = loss_sum.item<float>();
+      metrics[kWindowSteps] = static_cast<double>(loss_steps);
+    }
     const State all_params = global_values(params), all_opt_state = global_values(opt_state);
     if (!writer) return;
+    // One save in flight: the two managers never drift apart by more than one step, so the
+    // last max_to_keep steps of each always share a complete one (and a failed save stops
+    // the run at the next).
+    param_manager->wait_until_finished();
+    opt_manager->wait_until_finished();
+    // The log up to `step` is on disk (atomically) before the checkpoint can be: a run killed
+    // after the commit resumes with its rows (those past the checkpoint it drops).
+    metrics_log::write_csv(metrics_path, metrics_columns, rows);
     param_manager->save(step, all_params, metrics);
     opt_manager->save(step, all_opt_state, metrics);
   };
@@ -525,6 +560,10 @@ int train_command(const std::vector<std::string>& argv) {
     params = std::move(new_params);
     opt_state = std::move(new_opt_state);
     const Array& loss = metrics.at("loss");
+    if (resumed_sum.valid()) {  // placed as the loss is: the same float32 addition follows
+      loss_sum = device_put(resumed_sum, sharding_of(loss));
+      resumed_sum = Array();
+    }
     loss_sum = loss_sum.valid() ? loss_sum + loss : loss;
     ++loss_steps;
     ++window_steps;
@@ -554,11 +593,11 @@ int train_command(const std::vector<std::string>& argv) {
     progress.update(done, steps_per_s, tokens_per_s, last_loss, last_val);
     rows.push_back({static_cast<double>(done), last_loss, val.value_or(NAN),
                     models::learning_rate_at(opt, step), tokens_per_s, seconds_since(start)});
-    if (save_now) save(done);
     loss_sum = Array();
     loss_steps = 0;
     window_steps = 0;
     window_start = clock::now();
+    if (save_now) save(done);
   }
   progress.finish();
   save(steps);
@@ -567,9 +606,7 @@ int train_command(const std::vector<std::string>& argv) {
   opt_manager->wait_until_finished();
   const double total_seconds = seconds_since(start);
 
-  metrics_log::write_csv(
-      (fs::path(out) / "metrics.csv").string(),
-      {"step", "train_loss", "val_loss", "learning_rate", "tokens_per_s", "elapsed_s"}, rows);
+  metrics_log::write_csv(metrics_path, metrics_columns, rows);
   std::vector<std::pair<double, double>> train_curve, val_curve;
   for (const auto& row : rows) {
     train_curve.emplace_back(row[0], row[1]);

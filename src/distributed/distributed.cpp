@@ -37,6 +37,21 @@ int env_int(std::initializer_list<const char*> names) {
   return -1;
 }
 
+// `given` when positive, else the environment variable `env` when it holds a positive number
+// of seconds, else `fallback`.
+double seconds_option(double given, const char* env, double fallback) {
+  if (given > 0) return given;
+  if (const char* v = std::getenv(env); v && *v) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (*end != '\0' || !(s > 0))
+      throw Error(std::string("distributed::initialize: ") + env + "='" + v +
+                  "' is not a positive number of seconds");
+    return s;
+  }
+  return fallback;
+}
+
 }  // namespace
 
 bool built_with_mpi() {
@@ -59,8 +74,14 @@ void initialize(const InitializeOptions& options) {
                   "', num_processes and process_id are needed (got process_id " +
                   std::to_string(options.process_id) + " of " +
                   std::to_string(options.num_processes) + ")");
+    TcpTimeouts timeouts;
+    timeouts.initialization =
+        seconds_option(options.initialization_timeout, "CUJAX_INIT_TIMEOUT", 60);
+    timeouts.heartbeat =
+        seconds_option(options.heartbeat_timeout_seconds, "CUJAX_HEARTBEAT_TIMEOUT", 20);
+    timeouts.finish = runtime::collective_timeout_seconds();
     s.transport = make_tcp_transport(options.coordinator_address, options.num_processes,
-                                     options.process_id, runtime::collective_timeout_seconds());
+                                     options.process_id, timeouts);
     s.count = options.num_processes;
     s.index = options.process_id;
     s.initialized = true;
@@ -75,7 +96,9 @@ void initialize(const InitializeOptions& options) {
                   " processes asked for, but cujax was built without MPI (install "
                   "libopenmpi-dev and reconfigure)");
     int count = 1, index = 0;
-    s.transport = make_mpi_transport(&count, &index);
+    s.transport = make_mpi_transport(
+        &count, &index,
+        seconds_option(options.heartbeat_timeout_seconds, "CUJAX_HEARTBEAT_TIMEOUT", 20));
     if ((options.num_processes > 0 && options.num_processes != count) ||
         (options.process_id >= 0 && options.process_id != index)) {
       s.transport.reset();

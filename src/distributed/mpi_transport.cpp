@@ -1,6 +1,17 @@
 // Point-to-point messages with one tag per collective instance. MPI is asked for
 // MPI_THREAD_SERIALIZED only: every call is made under one mutex, and waits poll (Iprobe,
 // Testall) instead of blocking so that other devices' threads can use MPI meanwhile.
+//
+// Failures. A process that dies (a crash, a kill, exit() without MPI_Finalize) makes mpirun
+// end the whole job within about a second, naming its rank; Debian's OpenMPI has no ULFM to
+// do better. Two cases mpirun does not see are handled here, on a second communicator:
+// - a process that stops on an error leaves in order (MPI_Finalize), which would leave the
+//   others waiting in a collective: each process says goodbye to the others first, and a
+//   wait for a process that said goodbye throws at once, naming it;
+// - a process that hangs (or whose host stops answering): every process sends the others a
+//   heartbeat about every second from a thread, and one that sent none for the heartbeat
+//   timeout fails every collective; this process then aborts the job (MPI_Finalize would
+//   wait for the hung one) after printing why.
 #include "distributed/mpi_transport.h"
 
 #include "cujax/core/error.h"
@@ -12,27 +23,51 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace cujax::distributed {
 
 namespace {
 
-void check(int rc, const char* call) {
+constexpr int kGoodbyeTag = 1;
+constexpr int kHeartbeatTag = 2;
+constexpr int kIdentity = 128;  // bytes of host:pid exchanged at start
+using Clock = std::chrono::steady_clock;
+
+// This process as the others name it.
+std::string identity() {
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = '\0';
+  return std::string(host) + ":" + std::to_string(::getpid());
+}
+
+void check(int rc, const std::string& call) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  throw RuntimeError(std::string(call) + " failed: " + std::string(text, len));
+  throw RuntimeError(call + " failed: " + std::string(text, len));
 }
 
 class MpiTransport final : public runtime::Transport {
  public:
-  MpiTransport() {
+  explicit MpiTransport(double heartbeat_seconds)
+      : heartbeat_seconds_(heartbeat_seconds),
+        beat_interval_(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(std::min(1.0, heartbeat_seconds / 4)))),
+        beat_limit_(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(heartbeat_seconds))) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
@@ -44,14 +79,64 @@ class MpiTransport final : public runtime::Transport {
                     ", cujax needs MPI_THREAD_SERIALIZED");
     }
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
+    // Errors come back as exceptions naming the ranks waited for, not as an abort.
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
+    const size_t n = static_cast<size_t>(size());
+    std::vector<char> mine(kIdentity, '\0'), all(n * kIdentity);
+    const std::string me = identity();
+    std::memcpy(mine.data(), me.data(), std::min<size_t>(me.size(), kIdentity - 1));
+    check(MPI_Allgather(mine.data(), kIdentity, MPI_CHAR, all.data(), kIdentity, MPI_CHAR, comm_),
+          "MPI_Allgather");
+    for (size_t r = 0; r < n; ++r) ids_.emplace_back(all.data() + r * kIdentity);
+    gone_.resize(n);
+    gone_at_.resize(n);
+    heard_.assign(n, Clock::now());
     void* ub = nullptr;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     tag_ub_ = flag ? *static_cast<int*>(ub) : 32767;
+    if (n > 1) heartbeat_ = std::thread([this] { heartbeat_loop(); });
   }
   ~MpiTransport() override {
+    stop_heartbeat();
+    if (!failure_.empty()) {
+      // A hung process would never reach MPI_Finalize: end the job (mpirun kills the rest).
+      std::fprintf(stderr, "cujax: %s; aborting the MPI job\n", failure_.c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm_free(&control_);
     MPI_Comm_free(&comm_);
     if (owns_mpi_) MPI_Finalize();
+  }
+
+  // Tells every other process that this one makes no more collectives (small messages, sent
+  // eagerly: none waits for a receiver), and stops the heartbeats.
+  void finish() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int me = rank(), n = size();
+      std::vector<MPI_Request> sends;
+      for (int r = 0; r < n; ++r) {
+        if (r == me) continue;
+        MPI_Request req;
+        if (MPI_Isend(ids_[me].data(), static_cast<int>(ids_[me].size()), MPI_CHAR, r, kGoodbyeTag,
+                      control_, &req) == MPI_SUCCESS)
+          sends.push_back(req);
+      }
+      const auto deadline = Clock::now() + std::chrono::seconds(5);
+      int done = 0;
+      while (!done && Clock::now() < deadline) {
+        MPI_Testall(static_cast<int>(sends.size()), sends.data(), &done, MPI_STATUSES_IGNORE);
+        if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (!done)
+        for (MPI_Request& req : sends)
+          if (req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+    }
+    stop_heartbeat();
   }
 
   int rank() const {
@@ -93,16 +178,27 @@ class MpiTransport final : public runtime::Transport {
           if (received[i]) continue;
           int flag = 0;
           MPI_Status status;
-          check(MPI_Iprobe(peers[i], t, comm_, &flag, &status), "MPI_Iprobe");
+          check(MPI_Iprobe(peers[i], t, comm_, &flag, &status),
+                "MPI_Iprobe for rank " + std::to_string(peers[i]));
           if (!flag) continue;
           int count = 0;
           MPI_Get_count(&status, MPI_BYTE, &count);
           replies[i].resize(static_cast<size_t>(count));
           check(MPI_Recv(replies[i].data(), count, MPI_BYTE, peers[i], t, comm_, MPI_STATUS_IGNORE),
-                "MPI_Recv");
+                "MPI_Recv from rank " + std::to_string(peers[i]));
           received[i] = true;
           --pending;
         }
+        if (!stopping_) tick();
+        if (!failure_.empty()) throw RuntimeError("MPI collective: " + failure_);
+        // Messages on two communicators may pass each other: a goodbye fails the wait only
+        // once whatever the process sent before it had a moment to arrive.
+        const auto now = Clock::now();
+        for (size_t i = 0; i < peers.size(); ++i)
+          if (!received[i] && gone_[static_cast<size_t>(peers[i])] &&
+              now - gone_at_[static_cast<size_t>(peers[i])] > std::chrono::milliseconds(500))
+            throw RuntimeError("MPI collective: waiting for " + name(peers[i]) +
+                               ", which left the run (it finished, or stopped on an error)");
         if (!sent) {
           int done = 0;
           check(
@@ -125,16 +221,94 @@ class MpiTransport final : public runtime::Transport {
   }
 
  private:
+  std::string name(int r) const { return "rank " + std::to_string(r) + " (" + ids_[r] + ")"; }
+
+  // Takes in the goodbyes and heartbeats that arrived (under mu_).
+  void receive_control() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, control_, &flag, &status) != MPI_SUCCESS || !flag)
+        return;
+      int count = 0;
+      MPI_Get_count(&status, MPI_CHAR, &count);
+      std::vector<char> bytes(static_cast<size_t>(std::max(count, 1)));
+      MPI_Recv(bytes.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG, control_,
+               MPI_STATUS_IGNORE);
+      const size_t r = static_cast<size_t>(status.MPI_SOURCE);
+      heard_[r] = Clock::now();
+      if (status.MPI_TAG == kGoodbyeTag && !gone_[r]) {
+        gone_[r] = true;
+        gone_at_[r] = Clock::now();
+      }
+    }
+  }
+
+  // Under mu_, from the heartbeat thread and from every wait (which may hold mu_ most of the
+  // time): about every second a heartbeat to each other process, then the check that each
+  // sent something within the timeout.
+  void tick() {
+    const auto now = Clock::now();
+    const int me = rank(), n = size();
+    if (now - last_beat_ >= beat_interval_) {
+      last_beat_ = now;
+      for (int r = 0; r < n; ++r) {
+        if (r == me || gone_[r]) continue;
+        MPI_Request req;
+        if (MPI_Isend(&kBeat, 1, MPI_CHAR, r, kHeartbeatTag, control_, &req) == MPI_SUCCESS)
+          MPI_Request_free(&req);
+      }
+    }
+    receive_control();
+    for (int r = 0; r < n && failure_.empty(); ++r)
+      if (r != me && !gone_[r] && now - heard_[r] > beat_limit_) {
+        char secs[32];
+        std::snprintf(secs, sizeof secs, "%g", heartbeat_seconds_);
+        failure_ = name(r) + " sent no heartbeat for " + secs +
+                   " s (the heartbeat timeout, CUJAX_HEARTBEAT_TIMEOUT): it hangs, or its host "
+                   "is unreachable";
+      }
+  }
+
+  void heartbeat_loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_cv_.wait_for(lock, beat_interval_ / 2, [&] { return stopping_; })) tick();
+  }
+
+  void stop_heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    stop_cv_.notify_all();
+    if (heartbeat_.joinable()) heartbeat_.join();
+  }
+
+  static constexpr char kBeat = 0;
+  double heartbeat_seconds_;
+  Clock::duration beat_interval_;
+  Clock::duration beat_limit_;
+  Clock::time_point last_beat_;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm control_ = MPI_COMM_NULL;  // goodbyes and heartbeats
   int tag_ub_ = 32767;
   bool owns_mpi_ = false;
-  std::mutex mu_;
+  std::vector<std::string> ids_;  // host:pid per rank
+  std::thread heartbeat_;
+  std::mutex mu_;  // every MPI call; what follows
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::vector<bool> gone_;  // per rank: it said goodbye
+  std::vector<Clock::time_point> gone_at_;
+  std::vector<Clock::time_point> heard_;  // per rank: when its last control message came
+  std::string failure_;                   // a hung process: fails every collective
 };
 
 }  // namespace
 
-std::unique_ptr<runtime::Transport> make_mpi_transport(int* count, int* index) {
-  auto t = std::make_unique<MpiTransport>();
+std::unique_ptr<runtime::Transport> make_mpi_transport(int* count, int* index,
+                                                       double heartbeat_seconds) {
+  auto t = std::make_unique<MpiTransport>(heartbeat_seconds);
   *count = t->size();
   *index = t->rank();
   return t;
@@ -146,7 +320,7 @@ std::unique_ptr<runtime::Transport> make_mpi_transport(int* count, int* index) {
 
 namespace cujax::distributed {
 
-std::unique_ptr<runtime::Transport> make_mpi_transport(int*, int*) {
+std::unique_ptr<runtime::Transport> make_mpi_transport(int*, int*, double) {
   throw Error("cujax was built without MPI (install libopenmpi-dev and reconfigure)");
 }
 

@@ -10,9 +10,17 @@
 
 namespace cujax::distributed {
 
-// Blocks until all `count` processes are connected (or `timeout_seconds` pass, then throws
-// naming who is missing). `address` is "host:port".
+struct TcpTimeouts {
+  double initialization = 60;  // for every process to connect
+  double heartbeat = 20;       // silence after which a connected process counts as failed
+  double finish = 300;         // for the others to finish, at shutdown
+};
+
+// Blocks until all `count` processes are connected (or `timeouts.initialization` passes, then
+// throws naming the address and who is missing). `address` is "host:port". A process that
+// exits, crashes or stops sending heartbeats makes every collective waiting on the run throw
+// an error naming it (index and host:pid).
 std::unique_ptr<runtime::Transport> make_tcp_transport(const std::string& address, int count,
-                                                       int index, double timeout_seconds);
+                                                       int index, const TcpTimeouts& timeouts);
 
 }  // namespace cujax::distributed
