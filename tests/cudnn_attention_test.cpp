@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cujax/export.h"
 #include "cujax/grad.h"
 #include "cujax/ir/parser.h"
 #include "cujax/jit.h"
@@ -111,6 +112,22 @@ TEST(CudnnAttention, LowersToTheCustomCalls) {
   EXPECT_NE(bwd.find("tensor<2x4x16xf32>"), std::string::npos) << bwd;
   // The printed form parses back.
   EXPECT_NO_THROW(ir::parse_module(bwd));
+  // implementation=None on the cpu backend records the "xla" form, and says why when compile
+  // logging is on.
+  set_log_compiles(true);
+  testing::internal::CaptureStderr();
+  const std::string none = jit([](const Array& q, const Array& k, const Array& v) {
+                             return nn::dot_product_attention(q, k, v);
+                           })
+                               .lower(qs, ks, ks)
+                               .as_text();
+  const std::string log = testing::internal::GetCapturedStderr();
+  set_log_compiles(false);
+  EXPECT_EQ(none.find("custom_call"), std::string::npos) << none;
+  EXPECT_NE(log.find("dot_product_attention bf16[2, 16, 4, 64] bf16[2, 16, 2, 64]: implementation "
+                     "xla (the cpu backend runs the xla form)"),
+            std::string::npos)
+      << log;
 }
 
 struct Case {
@@ -247,11 +264,42 @@ TEST(CudnnAttention, MalformedCallsAreRejected) {
     t.replace(at, from.size(), to);
     runtime::get_backend("cpu").compile(*ir::parse_module(t));
   };
+  // The generic form cuda_bench writes by hand parses and compiles.
+  const std::string ty = "tensor<1x8x2x16xbf16>";
+  const std::string generic =
+      "func.func @main(%q: " + ty + ") -> " + ty +
+      " {\n  %0 = \"stablehlo.custom_call\"(%q, %q, %q) {call_target_name = "
+      "\"cujax.cudnn_sdpa\", api_version = 4 : i32, backend_config = {causal = true, "
+      "dropout_rate = 0.0 : f64, groups = 1 : i64, has_bias = false, has_seq_lengths = false, "
+      "layout = \"BTNH\", mask_type = \"causal\", scale = 0.25 : f64}} : (" +
+      ty + ", " + ty + ", " + ty + ") -> " + ty + "\n  return %0 : " + ty + "\n}\n";
+  EXPECT_NO_THROW(runtime::get_backend("cpu").compile(*ir::parse_module(generic)));
   expect_error([&] { compile_with("dropout_rate = 0.000000e+00", "dropout_rate = 1.000000e-01"); },
                "dropout is not supported");
   expect_error([&] { compile_with("layout = \"BTNH\"", "layout = \"BNTH\""); },
                "layout 'BNTH' is not supported");
   expect_error([&] { compile_with("groups = 1", "groups = 3"); }, "query heads per key head");
+}
+
+TEST(CudnnAttention, ExportRecordsOrLowersTheCustomCall) {
+  auto f = jit([](const Array& q, const Array& k) {
+    return nn::dot_product_attention(q, k, k, Opt{}, Opt{}, std::nullopt, true,
+                                     std::string("cudnn"));
+  });
+  const ShapeDtype qs{{1, 8, 4, 16}, DType::F16}, ks{{1, 8, 2, 16}, DType::F16};
+  const Exported plain = export_(f, qs, ks);
+  EXPECT_EQ(plain.cujax_custom_calls(), std::vector<std::string>{"cujax.cudnn_sdpa"});
+  const Exported loaded = Exported::deserialize(plain.serialize());
+  EXPECT_EQ(loaded.cujax_custom_calls(), std::vector<std::string>{"cujax.cudnn_sdpa"});
+  ExportOptions options;
+  options.portable = true;
+  const Exported portable = export_(f, options, qs, ks);
+  EXPECT_TRUE(portable.cujax_custom_calls().empty());
+  EXPECT_EQ(portable.mlir_module().find("custom_call"), std::string::npos)
+      << portable.mlir_module();
+  const Array q = rand(14, {1, 8, 4, 16}, DType::F16), k = rand(15, {1, 8, 2, 16}, DType::F16);
+  expect_close(f64(plain.call_flat({q, k})[0]), f64(portable.call_flat({q, k})[0]), 5e-3,
+               "plain vs portable");
 }
 
 }  // namespace

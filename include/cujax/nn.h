@@ -52,6 +52,21 @@ Array dot_product_attention(const Array& query, const Array& key, const Array& v
                             const std::optional<Array>& query_seq_lengths = std::nullopt,
                             const std::optional<Array>& key_value_seq_lengths = std::nullopt);
 
+// While alive, dot_product_attention on this thread records the "xla" form where it would record
+// cuDNN's custom call, so that a traced program is plain StableHLO that runs under XLA
+// (export_ with ExportOptions::portable).
+class PortableAttention {
+ public:
+  PortableAttention();
+  ~PortableAttention();
+  PortableAttention(const PortableAttention&) = delete;
+  PortableAttention& operator=(const PortableAttention&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
 // What a device offers cuDNN's fused attention: a backend's fused_attention_support().
 struct CudnnAttentionDevice {
   bool reference = false;      // the backend runs the reference kernels (cpu): no requirement

@@ -1,13 +1,17 @@
 // jax.nn.dot_product_attention: the XLA path (materialized logits), and cuDNN's fused attention
 // as a custom call (compiler/sdpa_call.h) after checking its requirements.
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "compiler/sdpa_call.h"
 #include "cujax/devices.h"
 #include "cujax/grad.h"
+#include "cujax/jit.h"
 #include "cujax/lax.h"
 #include "cujax/nn.h"
 #include "cujax/numpy.h"
@@ -64,6 +68,17 @@ std::string platform_of(const Array& q, const Array& k, const Array& v) {
       .platform;
 }
 
+// implementation=None's choice, once per query and key type for the process.
+void log_choice(const Array& q, const Array& k, bool cudnn, const std::optional<std::string>& why) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  const std::string key = type_str(q) + " " + type_str(k);
+  std::lock_guard<std::mutex> lock(mu);
+  if (!seen.insert(key).second) return;
+  std::fprintf(stderr, "cujax: dot_product_attention %s: implementation %s%s\n", key.c_str(),
+               cudnn ? "cudnn" : "xla", why ? (" (" + *why + ")").c_str() : "");
+}
+
 // The fused kernel as a custom call on 4-d inputs; `bias` already holds the boolean mask. Under
 // a differentiated trace it also returns the softmax stats, which its VJP consumes.
 Array cudnn_attention(const Array& q, const Array& k, const Array& v,
@@ -92,6 +107,20 @@ Array cudnn_attention(const Array& q, const Array& k, const Array& v,
 }
 
 }  // namespace
+
+namespace {
+thread_local bool portable_attention = false;
+}  // namespace
+
+PortableAttention::PortableAttention() : previous_(portable_attention) {
+  portable_attention = true;
+}
+PortableAttention::~PortableAttention() {
+  portable_attention = previous_;
+}
+bool PortableAttention::active() {
+  return portable_attention;
+}
 
 std::optional<std::string> cudnn_attention_unmet(const Array& q, const Array& k,
                                                  const CudnnAttentionDevice& device) {
@@ -181,13 +210,20 @@ Array dot_product_attention(const Array& query, const Array& key, const Array& v
   }
 
   bool use_cudnn = false;
-  if (implementation && *implementation == "cudnn") {
+  if (PortableAttention::active()) {
+    // The "xla" form: no requirement to check.
+  } else if (implementation && *implementation == "cudnn") {
     if (auto why = cudnn_attention_unmet(q, k, cudnn_attention_device(platform_of(q, k, v))))
       fail("implementation='cudnn' " + *why);
     use_cudnn = true;
   } else if (!implementation) {
-    const CudnnAttentionDevice dev = cudnn_attention_device(platform_of(q, k, v));
-    use_cudnn = !dev.reference && !cudnn_attention_unmet(q, k, dev);
+    const std::string platform = platform_of(q, k, v);
+    const CudnnAttentionDevice dev = cudnn_attention_device(platform);
+    const auto why =
+        dev.reference ? std::optional<std::string>("the " + platform + " backend runs the xla form")
+                      : cudnn_attention_unmet(q, k, dev);
+    use_cudnn = !why;
+    if (log_compiles()) log_choice(q, k, use_cudnn, why);
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(H));
   if (use_cudnn) {

@@ -146,6 +146,10 @@ class Graph {
     for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
     return tensor(next_virtual_++, t, dims, strides);
   }
+  // A virtual tensor with its own strides (a transposed view, for a reshape's output).
+  DescPtr view(cudnnDataType_t t, std::vector<int64_t> dims, std::vector<int64_t> strides) {
+    return tensor(next_virtual_++, t, dims, strides);
+  }
   // y = mode(x, b[, t]); GEN_INDEX takes `axis`.
   DescPtr pointwise(cudnnPointwiseMode_t mode, const DescPtr& x, const DescPtr& b, const DescPtr& y,
                     const DescPtr& t = nullptr, int64_t axis = -1) {
@@ -290,8 +294,7 @@ void build_backward(Graph& g, const compiler::SdpaCall& c) {
   const DescPtr p =
       g.pointwise(CUDNN_POINTWISE_EXP, g.pointwise(CUDNN_POINTWISE_SUB, s, g.stats(), g.temp(bnts)),
                   nullptr, g.temp(bnts, g.io_type()));
-  const DescPtr pt = g.reshape(
-      p, g.tensor(kFirstVirtual + 90, g.io_type(), bnst, {d.N * d.S * d.T, d.S * d.T, 1, d.S}));
+  const DescPtr pt = g.reshape(p, g.view(g.io_type(), bnst, {d.N * d.S * d.T, d.S * d.T, 1, d.S}));
   const DescPtr dout = g.q_like(kDO);
   g.matmul(pt, dout, g.k_like(kDV, false));
   const DescPtr vt = g.k_like(kV, true);
@@ -304,11 +307,11 @@ void build_backward(Graph& g, const compiler::SdpaCall& c) {
       g.pointwise(CUDNN_POINTWISE_MUL, p, g.pointwise(CUDNN_POINTWISE_SUB, dp, delta, g.temp(bnts)),
                   g.temp(bnts));
   const DescPtr ds =
-      g.pointwise(CUDNN_POINTWISE_MUL, ds0, g.tensor(kScale + 50, CUDNN_DATA_FLOAT, one, one, true),
+      g.pointwise(CUDNN_POINTWISE_MUL, ds0, g.tensor(kDScale, CUDNN_DATA_FLOAT, one, one, true),
                   g.temp(bnts, g.io_type()));
   g.matmul(ds, g.k_like(kK, false), g.q_like(kDQ));
-  const DescPtr dst = g.reshape(
-      ds, g.tensor(kFirstVirtual + 91, g.io_type(), bnst, {d.N * d.S * d.T, d.S * d.T, 1, d.S}));
+  const DescPtr dst =
+      g.reshape(ds, g.view(g.io_type(), bnst, {d.N * d.S * d.T, d.S * d.T, 1, d.S}));
   g.matmul(dst, q, g.k_like(kDK, false));
 }
 
@@ -438,28 +441,39 @@ DeviceKernel cudnn_sdpa_kernel(const ir::Operation& op, const std::shared_ptr<De
   return [c, dev, q, k, stats](std::span<const DeviceArray> in) {
     const std::shared_ptr<const Plan> plan = plan_for(c, *dev);
     const float scale = static_cast<float>(c.config.scale), neg = -0.7f * FLT_MAX;
-    std::vector<int64_t> uids{kQ, kK, kV, kScale, kNeg};
-    std::vector<void*> ptrs{in[0].data.get(), in[1].data.get(), in[2].data.get(),
-                            const_cast<float*>(&scale), const_cast<float*>(&neg)};
+    std::vector<int64_t> uids;
+    std::vector<void*> ptrs;
+    auto add = [&](int64_t uid, const void* p) {
+      uids.push_back(uid);
+      ptrs.push_back(const_cast<void*>(p));
+    };
+    add(kQ, in[0].data.get());
+    add(kK, in[1].data.get());
+    add(kV, in[2].data.get());
+    add(kScale, &scale);
+    add(kNeg, &neg);
     size_t at = 3;
-    if (c.config.has_bias) uids.push_back(kBias), ptrs.push_back(in[at++].data.get());
+    if (c.config.has_bias) add(kBias, in[at++].data.get());
     if (c.config.has_seq_lengths) {
-      uids.insert(uids.end(), {kQLen, kKvLen});
-      ptrs.insert(ptrs.end(), {in[at].data.get(), in[at + 1].data.get()});
-      at += 2;
+      add(kQLen, in[at++].data.get());
+      add(kKvLen, in[at++].data.get());
     }
     std::vector<DeviceArray> out;
+    out.push_back(dev->allocate(q.dtype, q.shape));
     if (c.backward) {
-      out = {dev->allocate(q.dtype, q.shape), dev->allocate(k.dtype, k.shape),
-             dev->allocate(k.dtype, k.shape)};
-      uids.insert(uids.end(), {kO, kStats, kDO, kDQ, kDK, kDV, kScale + 50});
-      ptrs.insert(ptrs.end(), {in[at].data.get(), in[at + 1].data.get(), in[at + 2].data.get(),
-                               out[0].data.get(), out[1].data.get(), out[2].data.get(),
-                               const_cast<float*>(&scale)});
+      out.push_back(dev->allocate(k.dtype, k.shape));
+      out.push_back(dev->allocate(k.dtype, k.shape));
+      add(kO, in[at].data.get());
+      add(kStats, in[at + 1].data.get());
+      add(kDO, in[at + 2].data.get());
+      add(kDQ, out[0].data.get());
+      add(kDK, out[1].data.get());
+      add(kDV, out[2].data.get());
+      add(kDScale, &scale);
     } else {
-      out = {dev->allocate(q.dtype, q.shape), dev->allocate(DType::F32, stats.shape)};
-      uids.insert(uids.end(), {kO, kStats});
-      ptrs.insert(ptrs.end(), {out[0].data.get(), out[1].data.get()});
+      out.push_back(dev->allocate(DType::F32, stats.shape));
+      add(kO, out[0].data.get());
+      add(kStats, out[1].data.get());
     }
     void* workspace =
         plan->workspace > 0 ? dev->workspace(static_cast<size_t>(plan->workspace)) : nullptr;
