@@ -117,6 +117,7 @@ enum Uid : int64_t {
   kDQ,
   kDK,
   kDV,
+  kDScale,  // the backward's second by-value scale
   kFirstVirtual = 100
 };
 
@@ -210,6 +211,8 @@ class Graph {
                                   {d.bias_n * d.T * d.S, d.T * d.S, d.S, 1});
       s = pointwise(CUDNN_POINTWISE_ADD, s, bias, temp(bnts));
     }
+    if (!c_.config.has_seq_lengths && !c_.config.causal) return s;
+    // Masked logits become -0.7 * FLT_MAX, as the "xla" path and the reference kernel set them.
     const DescPtr neg = tensor(kNeg, CUDNN_DATA_FLOAT, one, one, true);
     auto index = [&](int64_t axis) {
       return pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, temp(bnts, CUDNN_DATA_INT32), nullptr,
@@ -451,7 +454,7 @@ DeviceKernel cudnn_sdpa_kernel(const ir::Operation& op, const std::shared_ptr<De
     add(kK, in[1].data.get());
     add(kV, in[2].data.get());
     add(kScale, &scale);
-    add(kNeg, &neg);
+    if (c.config.causal || c.config.has_seq_lengths) add(kNeg, &neg);  // masks only
     size_t at = 3;
     if (c.config.has_bias) add(kBias, in[at++].data.get());
     if (c.config.has_seq_lengths) {
