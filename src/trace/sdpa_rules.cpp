@@ -1,6 +1,7 @@
 // The VJP and batching rules of cuDNN attention's custom calls (compiler/sdpa_call.h). The VJP
 // of the forward is the backward call on the forward's stats; vmap folds the mapped dimension
-// into the batch B. Other custom calls have neither rule.
+// into the batch B. Of the other custom calls only @Sharding (with_sharding_constraint) has a
+// VJP.
 #include "compiler/sdpa_call.h"
 #include "trace/batching_rules.h"
 #include "trace/vjp_rules.h"
@@ -31,6 +32,9 @@ OpSpec call_like(const ir::Operation& op, std::string_view target,
 }
 
 std::vector<std::optional<Array>> sdpa_vjp(const VjpArgs& a) {
+  // with_sharding_constraint: the cotangent is constrained the same way (as JAX's transpose).
+  if (target_of(a.op) == "Sharding" && a.operands.size() == 1)
+    return {trace::bind(call_like(a.op, "Sharding", {type_of(a.cts[0])}), {a.cts[0]})[0]};
   if (compiler::sdpa_target(a.op).empty())
     throw Error("grad of stablehlo.custom_call @" + target_of(a.op) +
                 " is not supported yet (it has no VJP rule)");
