@@ -124,7 +124,7 @@ TEST(CudnnAttention, LowersToTheCustomCalls) {
   const std::string log = testing::internal::GetCapturedStderr();
   set_log_compiles(false);
   EXPECT_EQ(none.find("custom_call"), std::string::npos) << none;
-  EXPECT_NE(log.find("dot_product_attention bf16[2, 16, 4, 64] bf16[2, 16, 2, 64]: implementation "
+  EXPECT_NE(log.find("dot_product_attention bf16[2,16,4,64] bf16[2,16,2,64]: implementation "
                      "xla (the cpu backend runs the xla form)"),
             std::string::npos)
       << log;
@@ -289,12 +289,19 @@ TEST(CudnnAttention, ExportRecordsOrLowersTheCustomCall) {
   const ShapeDtype qs{{1, 8, 4, 16}, DType::F16}, ks{{1, 8, 2, 16}, DType::F16};
   const Exported plain = export_(f, qs, ks);
   EXPECT_EQ(plain.cujax_custom_calls(), std::vector<std::string>{"cujax.cudnn_sdpa"});
+  // The header (the third line) names it for readers that do not parse the module.
+  const std::string bytes = plain.serialize();
+  const size_t h = bytes.find('\n', bytes.find('\n') + 1) + 1;
+  const std::string header = bytes.substr(h, bytes.find('\n', h) - h);
+  EXPECT_NE(header.find("\"cujax_custom_calls\""), std::string::npos) << header;
+  EXPECT_NE(header.find("\"cujax.cudnn_sdpa\""), std::string::npos) << header;
   const Exported loaded = Exported::deserialize(plain.serialize());
   EXPECT_EQ(loaded.cujax_custom_calls(), std::vector<std::string>{"cujax.cudnn_sdpa"});
   ExportOptions options;
   options.portable = true;
   const Exported portable = export_(f, options, qs, ks);
   EXPECT_TRUE(portable.cujax_custom_calls().empty());
+  EXPECT_EQ(portable.serialize().find("cujax_custom_calls"), std::string::npos);
   EXPECT_EQ(portable.mlir_module().find("custom_call"), std::string::npos)
       << portable.mlir_module();
   const Array q = rand(14, {1, 8, 4, 16}, DType::F16), k = rand(15, {1, 8, 2, 16}, DType::F16);

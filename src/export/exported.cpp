@@ -111,7 +111,7 @@ std::vector<ExportedLeaf> leaves_from_json(const json::Value& v) {
 std::string header_line(const Exported& e) {
   json::Value::Array platforms;
   for (const auto& p : e.platforms()) platforms.emplace_back(p);
-  const json::Value header = json::Value::object({
+  json::Value header = json::Value::object({
       {"fun_name", e.fun_name()},
       {"platforms", std::move(platforms)},
       {"nr_devices", e.nr_devices()},
@@ -121,6 +121,14 @@ std::string header_line(const Exported& e) {
       {"out", leaves_json(e.out_leaves())},
       {"module_bytes", static_cast<int64_t>(e.mlir_module().size())},
   });
+  // What the module needs beyond StableHLO (cuDNN attention's custom calls), for readers that
+  // do not parse it; absent when nothing.
+  const std::vector<std::string> calls = e.cujax_custom_calls();
+  if (!calls.empty()) {
+    json::Value::Array names;
+    for (const auto& c : calls) names.emplace_back(c);
+    header.set("cujax_custom_calls", json::Value(std::move(names)));
+  }
   return json::dump(header);
 }
 
