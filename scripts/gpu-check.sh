@@ -12,8 +12,11 @@
 #     KV-cache step of the small config at batch 1 and 8); the jitted-call overhead on both;
 #   tools/jax_bridge/interop_check.py: JAX exports run by cujax, cujax exports run by XLA,
 #     Orbax reading cujax's checkpoints and cujax reading Orbax's (zarr and OCDBT), the PRNG;
+#   cuDNN's fused attention against the cpu reference (cuda_test's CudnnAttention tests: causal
+#     and full, bias, sequence lengths, GQA/MQA, bf16/f16, forward and backward);
 #   the gpu-labelled tests, the StableHLO conformance suite on cuda (one worker process per
-#     job, so CUDA starts once per worker), cuda_bench, bench serve, bench scaling;
+#     job, so CUDA starts once per worker), cuda_bench (with cuDNN attention's TFLOP/s, causal
+#     bf16, head dim 128, T=4096), bench serve, bench scaling;
 # and prints one table last (bench/table.py): cujax/JAX ratios, the interop checks, the stages.
 # Logs, the table (table.txt) and the fixtures the interop check writes (fixtures/: an Orbax
 # checkpoint in both layouts and JAX's PRNG draws, to commit under tests/fixtures) go to
@@ -187,6 +190,9 @@ jax_stage interop 150 "$py" tools/jax_bridge/interop_check.py --cujax "$build/cu
   --platform cuda
 
 # (The cuda-nogpu tests need no GPU: CI runs them, so GPU time goes to what needs one.)
+cuda_test="$build/tests/cuda_test"
+[ -f "$build/CTestTestfile.cmake" ] || cuda_test="$build/cuda_test"  # a packed folder
+stage cudnn-attention 60 "$cuda_test" --gtest_filter='CudnnAttention.*'
 if [ -f "$build/CTestTestfile.cmake" ]; then
   stage gpu-tests 90 ctest --test-dir "$build" -L gpu --output-on-failure -j 4
 else  # a packed folder: the test binaries alone

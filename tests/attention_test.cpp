@@ -171,8 +171,9 @@ TEST(Attention, CudnnRequirementsAndBadInputs) {
   };
   expect_error([&] { call(DType::F32, 64); }, "float16 or bfloat16, got f32");
   expect_error([&] { call(DType::BF16, 12); }, "multiple of 8 and at most 128");
-  expect_error([&] { call(DType::F16, 64); }, "cuDNN is not detected");
-  expect_error([&] { call(DType::BF16, 64); }, "compute capability >= 8.0");
+  // On the cpu backend the requirements hold: the custom call runs its reference kernel
+  // (cudnn_attention_test checks its values and the device requirements).
+  EXPECT_EQ(call(DType::BF16, 64).shape(), (Shape{1, 4, 2, 64}));
   const Array x = jnp::zeros({1, 4, 3, 8});
   const Array y = jnp::zeros({1, 4, 2, 8});
   expect_error([&] { nn::dot_product_attention(x, y, y); }, "multiple of key/value heads");

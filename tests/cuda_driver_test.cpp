@@ -68,6 +68,9 @@ CUresult fake_error_name(CUresult r, const char** name) {
 size_t fake_cublaslt_version() {
   return 130100;
 }
+size_t fake_cudnn_version() {
+  return 91900;
+}
 
 // A loader that finds the sonames in `present`, each resolving the fake symbols.
 Loader fake_loader(std::vector<std::string> present, bool broken_driver = false) {
@@ -89,6 +92,7 @@ Loader fake_loader(std::vector<std::string> present, bool broken_driver = false)
         {"cuDeviceTotalMem_v2", reinterpret_cast<void*>(&fake_total_mem)},
         {"cuGetErrorName", reinterpret_cast<void*>(&fake_error_name)},
         {"cublasLtGetVersion", reinterpret_cast<void*>(&fake_cublaslt_version)},
+        {"cudnnGetVersion", reinterpret_cast<void*>(&fake_cudnn_version)},
     };
     if (broken_driver && std::string(s) == "cuDeviceTotalMem_v2") return nullptr;
     auto it = symbols.find(s);
@@ -222,9 +226,29 @@ TEST_F(DriverTest, DoctorOldGpuHasNoKernels) {
       << format_diagnosis(d);
 }
 
-TEST_F(DriverTest, DoctorHealthyGpu) {
+TEST_F(DriverTest, DoctorFusedAttentionNeedsCudnn) {
   const Diagnosis d = diagnose(
       fake_env({"libcuda.so.1", "libcublasLt.so.13", "libcublas.so.13"}, {"/dev/nvidia0"}, 13000));
+  EXPECT_TRUE(d.gpu_used);
+  const std::string text = format_diagnosis(d);
+  EXPECT_NE(text.find("cuDNN                 not found (libcudnn.so.9)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("bf16 yes, fused attention no (cuDNN not found), kernels sm_90"),
+            std::string::npos)
+      << text;
+  LibraryStatus cudnn{"cuDNN", "libcudnn.so.9", true, "8.9.7"};
+  EXPECT_EQ(fused_attention(90, &cudnn), "no (cuDNN 8.9.7 is older than 9.0.0)");
+  cudnn.version = "";
+  EXPECT_EQ(fused_attention(90, &cudnn), "no (cuDNN version unknown)");
+  cudnn.version = "9.1.0";
+  EXPECT_EQ(fused_attention(80, &cudnn), "yes");
+  EXPECT_EQ(fused_attention(75, &cudnn), "no");
+}
+
+TEST_F(DriverTest, DoctorHealthyGpu) {
+  const Diagnosis d =
+      diagnose(fake_env({"libcuda.so.1", "libcublasLt.so.13", "libcublas.so.13", "libcudnn.so.9"},
+                        {"/dev/nvidia0"}, 13000));
   EXPECT_TRUE(d.gpu_used);
   EXPECT_TRUE(d.problems.empty()) << format_diagnosis(d);
   const std::string text = format_diagnosis(d);
@@ -232,6 +256,8 @@ TEST_F(DriverTest, DoctorHealthyGpu) {
       << text;
   EXPECT_NE(text.find("compatibility         runtime needs a CUDA 13.0+ driver: ok"),
             std::string::npos)
+      << text;
+  EXPECT_NE(text.find("cuDNN                 libcudnn.so.9, version 9.19.0"), std::string::npos)
       << text;
   EXPECT_NE(text.find("NVIDIA Fake H100, 80.0 GiB, compute capability 9.0, 132 SMs, bf16 yes, "
                       "fused attention yes, kernels sm_90"),

@@ -15,8 +15,10 @@
 #include "backends/cuda/program.h"
 #include "cujax/core/json.h"
 #include "cujax/export.h"
+#include "cujax/grad.h"
 #include "cujax/ir/parser.h"
 #include "cujax/models/lm.h"
+#include "cujax/nn.h"
 #include "cujax/numpy.h"
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/compile_report.h"
@@ -184,6 +186,36 @@ TEST(CudaNoGpuSwitch, RngBitGeneratorRunsOnTheDevice) {
   const auto program =
       cuda::compile_program(*module, *module->lookup("main"), nullptr, nullptr, options);
   EXPECT_TRUE(cuda::host_fallbacks(*program).empty());
+}
+
+// cuDNN attention's forward and backward custom calls get the cuDNN kernel, not the host's
+// reference, and a malformed one fails to compile naming what is wrong.
+TEST(CudaNoGpuSwitch, CudnnAttentionRunsOnTheDevice) {
+  auto loss = [](const Array& q, const Array& k) {
+    return numpy::sum(
+        numpy::astype(nn::dot_product_attention(q, k, k, std::nullopt, std::nullopt, std::nullopt,
+                                                true, std::string("cudnn")),
+                      DType::F32));
+  };
+  const ShapeDtype qs{{2, 64, 8, 128}, DType::BF16}, ks{{2, 64, 2, 128}, DType::BF16};
+  const std::string text = jit(grad(loss, argnums<0, 1>)).lower(qs, ks).as_text();
+  ASSERT_NE(text.find("@cujax.cudnn_sdpa_bwd("), std::string::npos) << text;
+  const auto module = ir::parse_module(text);
+  runtime::CompileOptions options;
+  options.host_fallback = runtime::HostFallback::Error;
+  const auto program =
+      cuda::compile_program(*module, *module->lookup("main"), nullptr, nullptr, options);
+  EXPECT_TRUE(cuda::host_fallbacks(*program).empty());
+  std::string bad = text;
+  bad.replace(bad.find("layout = \"BTNH\""), 15, "layout = \"BSNH\"");
+  const auto bad_module = ir::parse_module(bad);
+  try {
+    cuda::compile_program(*bad_module, *bad_module->lookup("main"), nullptr, nullptr, options);
+    FAIL() << "a BSNH layout compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layout 'BSNH' is not supported"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CudaNoGpuSwitch, ErrorModeNamesTheOpAndLocation) {

@@ -14,7 +14,7 @@ PYTHONPYCACHEPREFIX="$work/pycache" python3 -m py_compile bench/table.py bench/j
 
 scripts/gpu-check.sh --dry-run "$build" >"$work/dry" 2>&1 || fail "--dry-run: exit status $?"
 for stage in doctor train-tiny jax-train-tiny train-gpt2 jax-train-gpt2 attention jax-attention \
-  decode jax-decode dispatch jax-dispatch interop gpu-tests conformance serve; do
+  decode jax-decode dispatch jax-dispatch interop cudnn-attention gpu-tests conformance serve; do
   grep -qE "^$stage +dry run +limit +[0-9]+s$" "$work/dry" || fail "--dry-run lists no stage $stage"
 done
 grep -q "^=== cujax against JAX" "$work/dry" || fail "--dry-run prints no table"

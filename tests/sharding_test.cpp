@@ -341,6 +341,24 @@ TEST_F(Sharding8, OpFamiliesMatchOneDevice) {
             "'data'))");
 }
 
+// The gradient through a constraint is the cotangent, constrained the same way (as JAX).
+TEST_F(Sharding8, GradThroughAConstraint) {
+  const Mesh mesh = make_mesh({8}, {"data"});
+  const Sharding rows = NamedSharding(mesh, P("data"));
+  auto loss = [&](const Array& x) {
+    return np::sum(np::square(with_sharding_constraint(x * 3.0f, rows)));
+  };
+  auto g = jit(grad(loss));
+  const std::string text = g.lower(ShapeDtype{{8, 4}}).as_text();
+  size_t count = 0;
+  for (size_t at = text.find("@Sharding"); at != std::string::npos;
+       at = text.find("@Sharding", at + 1))
+    ++count;
+  EXPECT_EQ(count, 2u) << text;
+  const Array x = random_array({8, 4}, 12);
+  expect_near(g(x), x * 18.0f, 1e-5);
+}
+
 TEST_F(Sharding8, ConstraintsOutShardingsCacheAndDonation) {
   const Mesh mesh = make_mesh({8}, {"data"});
   const Sharding rows = NamedSharding(mesh, P("data")),

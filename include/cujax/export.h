@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "cujax/jit.h"
+#include "cujax/nn.h"
 #include "cujax/tree.h"
 
 namespace cujax {
@@ -122,6 +124,9 @@ struct ExportOptions {
   // Platforms the artifact may run on. The module is plain StableHLO; restrict this when it
   // holds platform-specific custom calls.
   std::vector<std::string> platforms = {"cpu", "cuda"};
+  // Lower what cujax would run as its own custom calls (cuDNN attention) to plain StableHLO
+  // (attention's "xla" form), so that the artifact runs under XLA.
+  bool portable = false;
 };
 
 class Exported {
@@ -144,6 +149,9 @@ class Exported {
   std::vector<std::string> in_shardings_hlo() const;
   std::vector<std::string> out_shardings_hlo() const;
   const std::vector<std::string>& platforms() const { return platforms_; }
+  // The custom calls the module makes that only cujax runs ("cujax.cudnn_sdpa": cuDNN attention,
+  // from nn.dot_product_attention(implementation="cudnn")); empty for a portable artifact.
+  std::vector<std::string> cujax_custom_calls() const;
   int nr_devices() const { return 1; }
   // SHA-256 (hex) of the calling convention and the text: what serialize() records.
   std::string checksum() const;
@@ -219,7 +227,10 @@ Exported export_(const Jitted<F>& f, const ExportOptions& options, const Specs&.
   if (!f.options().static_argnums.empty())
     throw Error("export_ " + f.options().name +
                 ": static_argnums are not exportable; close over those values instead");
+  std::optional<nn::PortableAttention> portable;
+  if (options.portable) portable.emplace();
   auto lowered = f.lower(specs...);
+  portable.reset();
   std::vector<Array> leaves;
   std::vector<std::string> paths;
   std::vector<int> arg_of_leaf;

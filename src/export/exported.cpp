@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 
@@ -110,7 +111,7 @@ std::vector<ExportedLeaf> leaves_from_json(const json::Value& v) {
 std::string header_line(const Exported& e) {
   json::Value::Array platforms;
   for (const auto& p : e.platforms()) platforms.emplace_back(p);
-  const json::Value header = json::Value::object({
+  json::Value header = json::Value::object({
       {"fun_name", e.fun_name()},
       {"platforms", std::move(platforms)},
       {"nr_devices", e.nr_devices()},
@@ -120,6 +121,14 @@ std::string header_line(const Exported& e) {
       {"out", leaves_json(e.out_leaves())},
       {"module_bytes", static_cast<int64_t>(e.mlir_module().size())},
   });
+  // What the module needs beyond StableHLO (cuDNN attention's custom calls), for readers that
+  // do not parse it; absent when nothing.
+  const std::vector<std::string> calls = e.cujax_custom_calls();
+  if (!calls.empty()) {
+    json::Value::Array names;
+    for (const auto& c : calls) names.emplace_back(c);
+    header.set("cujax_custom_calls", json::Value(std::move(names)));
+  }
   return json::dump(header);
 }
 
@@ -165,6 +174,25 @@ Exported::Exported(std::string fun_name, std::string text, std::string in_tree,
       cache_(std::make_shared<Cache>()) {
   if (platforms_.empty()) throw Error("exported " + fun_name_ + ": no platforms given");
   check_signature(fun_name_, text_, in_, out_);
+}
+
+std::vector<std::string> Exported::cujax_custom_calls() const {
+  std::vector<std::string> out;
+  const std::function<void(const ir::Block&)> walk = [&](const ir::Block& b) {
+    for (const auto& op : b.ops) {
+      if (op->name == "stablehlo.custom_call")
+        if (const ir::Attribute* t = op->attr("call_target_name"))
+          if (t->text.rfind("cujax.", 0) == 0 &&
+              std::find(out.begin(), out.end(), t->text) == out.end())
+            out.push_back(t->text);
+      for (const auto& r : op->regions)
+        for (const auto& blk : r->blocks) walk(*blk);
+    }
+  };
+  const auto module = ir::parse_module(text_);
+  for (const auto& f : module->functions)
+    for (const auto& blk : f->body.blocks) walk(*blk);
+  return out;
 }
 
 std::vector<ShapeDtype> Exported::in_avals() const {

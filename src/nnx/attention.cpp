@@ -27,6 +27,13 @@ LinearOptions projection(const MultiHeadAttentionOptions& o) {
   return l;
 }
 
+Array default_attention(const Array& q, const Array& k, const Array& v,
+                        const std::optional<Array>& bias, const std::optional<Array>& mask,
+                        std::optional<double> scale, bool causal,
+                        const std::optional<std::string>& implementation) {
+  return nn::dot_product_attention(q, k, v, bias, mask, scale, causal, implementation);
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(int64_t heads, int64_t in, Rngs& rngs,
@@ -37,7 +44,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t heads, int64_t in, Rngs& rngs,
       out_features(o.out_features.value_or(in)),
       head_dim(checked_head_dim(heads, qkv_features)),
       decode(o.decode),
-      attention_fn(o.attention_fn ? o.attention_fn : AttentionFn(nn::dot_product_attention)),
+      attention_fn(o.attention_fn ? o.attention_fn : AttentionFn(default_attention)),
       query({in}, {heads, head_dim}, rngs, {-1}, projection(o)),
       key({o.in_kv_features.value_or(in)}, {heads, head_dim}, rngs, {-1}, projection(o)),
       value({o.in_kv_features.value_or(in)}, {heads, head_dim}, rngs, {-1}, projection(o)),

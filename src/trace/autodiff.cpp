@@ -20,6 +20,10 @@
 namespace cujax {
 namespace trace {
 
+namespace vjp {
+void register_custom_call_rules(Rules& rules);  // trace/sdpa_rules.cpp
+}  // namespace vjp
+
 namespace {
 
 struct CustomRecord {
@@ -49,6 +53,7 @@ vjp::Rules& rules() {
     vjp::register_shape_rules(x);
     vjp::register_reduction_rules(x);
     vjp::register_control_rules(x);
+    vjp::register_custom_call_rules(x);
     vjp::register_window_rules(x);
     return x;
   }();

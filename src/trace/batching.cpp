@@ -42,6 +42,10 @@ std::vector<Axis> MapAxes::per_leaf(const std::vector<size_t>& part_leaves,
 
 namespace trace {
 
+namespace batching {
+void register_custom_call_rules(Rules& rules);  // trace/sdpa_rules.cpp
+}  // namespace batching
+
 namespace {
 
 batching::Rules& rules() {
@@ -52,6 +56,7 @@ batching::Rules& rules() {
     batching::register_reduction_rules(x);
     batching::register_window_rules(x);
     batching::register_control_rules(x);
+    batching::register_custom_call_rules(x);
     return x;
   }();
   return r;

@@ -1,9 +1,13 @@
 // Ops that structure a program rather than compute: constants, calls, loops, branches, the
 // and the conformance checks.
 #include "backends/cpu/kernels.h"
+#include "compiler/sdpa_call.h"
 #include "cujax/runtime/checks.h"
 
 namespace cujax::cpu {
+
+// The reference kernels of cuDNN attention's custom calls (attention_kernels.cpp).
+Kernel sdpa_kernel(const ir::Operation& op, Compiler& cc);
 
 namespace {
 
@@ -58,7 +62,8 @@ Kernel case_kernel(const ir::Operation& op, Compiler& cc) {
   };
 }
 
-Kernel custom_call_kernel(const ir::Operation& op, Compiler&) {
+Kernel custom_call_kernel(const ir::Operation& op, Compiler& cc) {
+  if (!compiler::sdpa_target(op).empty()) return sdpa_kernel(op, cc);
   const ir::Attribute* target = op.attr("call_target_name");
   const std::string name = target ? target->text : "";
   const auto kind = runtime::check_kind_from_name(name);

@@ -16,6 +16,7 @@
 #include "backends/cuda/codegen/fused.h"
 #include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/op_kernels.h"
@@ -694,6 +695,11 @@ class CudaBackend final : public runtime::Backend {
       devices_.push_back(std::make_shared<Device>(i));
       check_kernel_image(i);  // after Device made it current
     }
+    // nn.dot_product_attention checks cuDNN attention's requirements against these devices.
+    runtime::register_fused_attention_probe("cuda", [info = info_](int device) {
+      const DeviceInfo& i = info.at(static_cast<size_t>(device));
+      return cudnn_attention_support(i.cc_major * 10 + i.cc_minor);
+    });
   }
   std::string_view platform() const override { return "cuda"; }
   std::vector<runtime::DeviceDescription> devices() const override {

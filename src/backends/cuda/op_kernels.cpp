@@ -14,8 +14,10 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cuda/control.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/op_launch.h"
+#include "compiler/sdpa_call.h"
 #include "cujax/runtime/checks.h"
 
 namespace cujax::cuda {
@@ -764,6 +766,7 @@ DeviceKernel identity_kernel(const ir::Operation& op) {
 }  // namespace
 
 DeviceKernel op_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
+  if (!compiler::sdpa_target(op).empty()) return cudnn_sdpa_kernel(op, ctx.device);
   if (!fits_rank(op)) return {};
   Device* d = ctx.device.get();
   const std::string& name = op.name;

@@ -1,7 +1,10 @@
 // GPU benchmarks, each against a peer measured in the same run: a bf16 8192^3 matrix product
 // through the cuda backend vs cuBLAS called directly (cublasGemmEx, f32 accumulation), and a
 // 1 GiB device-to-device copy through the backend (an identity transpose, the strided-copy
-// kernel) vs cudaMemcpyAsync. Prints a table last. Exit 77 when no device is usable.
+// kernel) vs cudaMemcpyAsync; and cuDNN's fused attention (@cujax.cudnn_sdpa, causal bf16,
+// head dim 128, T = 4096) against the 550 TFLOP/s that issue 21 asks for (JAX's cuDNN attention
+// is measured by gpu-check.sh's jax-attention stage). Prints a table last. Exit 77 when no device
+// is usable.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -100,6 +103,25 @@ Row copy(Device& dev) {
   return {"d2d copy 1 GiB f32", "GB/s", bytes / backend_ms / 1e6, bytes / memcpy_ms / 1e6};
 }
 
+Row attention(Device& dev) {
+  constexpr int64_t B = 4, T = 4096, N = 16, H = 128;
+  const std::string ty = "tensor<4x4096x16x128xbf16>";
+  const std::string text =
+      "func.func @main(%q: " + ty + ", %k: " + ty + ", %v: " + ty + ") -> " + ty +
+      " {\n  %0 = \"stablehlo.custom_call\"(%q, %k, %v) {call_target_name = "
+      "\"cujax.cudnn_sdpa\", api_version = 4 : i32, backend_config = {causal = true, "
+      "dropout_rate = 0.0 : f64, groups = 1 : i64, has_bias = false, has_seq_lengths = false, "
+      "layout = \"BTNH\", mask_type = \"causal\", scale = 0.08838834764831845 : f64}} : (" +
+      ty + ", " + ty + ", " + ty + ") -> " + ty + "\n  return %0 : " + ty + "\n}\n";
+  auto module = ir::parse_module(text);
+  auto program = compile_program(*module, *module->lookup("main"), dev.shared_from_this());
+  if (host_steps(*program) != 0) throw Error("cuDNN attention fell back to the host");
+  DeviceArray q = filled(dev, DType::BF16, {B, T, N, H}, 0x3c00);  // 0.0078125
+  const double ms = time_ms(dev, 2, 10, [&] { run_program(*program, dev, {q, q, q}); });
+  const double flop = 4.0 * B * N * T * T * H / 2;  // two products, the causal half
+  return {"cudnn sdpa causal T4096", "TFLOP/s", flop / ms / 1e9, 550.0};
+}
+
 }  // namespace
 
 int main() {
@@ -113,11 +135,14 @@ int main() {
     std::vector<Row> rows;
     rows.push_back(matmul(*dev));
     rows.push_back(copy(*dev));
+    rows.push_back(attention(*dev));
     std::printf("\n%-22s %-8s %10s %10s %8s\n", "benchmark", "unit", "cujax", "peer", "ratio");
     for (const Row& r : rows)
       std::printf("%-22s %-8s %10.1f %10.1f %8.2f\n", r.name.c_str(), r.unit.c_str(), r.backend,
                   r.peer, r.backend / r.peer);
-    std::printf("peers: cublasGemmEx (bf16, f32 accumulation); cudaMemcpyAsync device to device\n");
+    std::printf(
+        "peers: cublasGemmEx (bf16, f32 accumulation); cudaMemcpyAsync device to device; "
+        "attention: the 550 TFLOP/s target (B=4, N=16, H=128, bf16)\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cuda_bench: %s\n", e.what());
     return 1;

@@ -101,7 +101,30 @@ bool hides_all_devices(const std::optional<std::string>& visible) {
 
 }  // namespace
 
-std::string device_features(const DeviceInfo& dev) {
+std::string fused_attention(int cc, const LibraryStatus* cudnn) {
+  if (cc < kFusedAttentionComputeCapability) return "no";
+  if (!cudnn || !cudnn->loaded) return "no (cuDNN not found)";
+  // "9.19.0" back to 91900.
+  long v = 0;
+  int parts = 0;
+  size_t at = 0;
+  while (parts < 3 && at <= cudnn->version.size()) {
+    const size_t dot = cudnn->version.find('.', at);
+    const std::string p = cudnn->version.substr(at, dot == std::string::npos ? dot : dot - at);
+    if (p.empty()) break;
+    v = v * 100 + std::stol(p);
+    ++parts;
+    if (dot == std::string::npos) break;
+    at = dot + 1;
+  }
+  if (parts != 3) return "no (cuDNN version unknown)";
+  if (v < kMinCudnnVersion)
+    return "no (cuDNN " + cudnn->version + " is older than " + decimal_version(kMinCudnnVersion) +
+           ")";
+  return "yes";
+}
+
+std::string device_features(const DeviceInfo& dev, const LibraryStatus* cudnn) {
   const int cc = dev.compute_capability();
   auto yes = [](bool b) { return b ? "yes" : "no"; };
   // sm_80 code runs on 8.x, sm_90 on 9.x; newer devices JIT-compile the compute_90 PTX.
@@ -111,7 +134,7 @@ std::string device_features(const DeviceInfo& dev) {
                                                    : "compute_90 PTX (JIT)";
   return "compute capability " + cc_string(cc) + ", " + std::to_string(dev.sm_count) +
          " SMs, bf16 " + yes(cc >= kBf16ComputeCapability) + ", fused attention " +
-         yes(cc >= kFusedAttentionComputeCapability) + ", kernels " + kernels;
+         fused_attention(cc, cudnn) + ", kernels " + kernels;
 }
 
 Diagnosis diagnose(const Environment& env) {
@@ -209,10 +232,14 @@ std::string format_diagnosis(const Diagnosis& d) {
   for (const LibraryStatus& lib : d.libraries)
     line(lib.name, lib.loaded ? lib.soname + (lib.version.empty() ? "" : ", version " + lib.version)
                               : "not found (" + lib.soname + ")");
+  const LibraryStatus* cudnn = nullptr;
+  for (const LibraryStatus& lib : d.libraries)
+    if (lib.name == "cuDNN") cudnn = &lib;
   for (const DeviceInfo& dev : drv.devices()) {
     char mem[32];
     std::snprintf(mem, sizeof mem, "%.1f GiB", static_cast<double>(dev.memory_bytes) / (1 << 30));
-    line("gpu " + std::to_string(dev.ordinal), dev.name + ", " + mem + ", " + device_features(dev));
+    line("gpu " + std::to_string(dev.ordinal),
+         dev.name + ", " + mem + ", " + device_features(dev, cudnn));
   }
   if (d.problems.empty()) {
     out += "no problems found\n";

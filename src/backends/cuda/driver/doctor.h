@@ -55,7 +55,13 @@ struct Diagnosis {
 Diagnosis diagnose(const Environment& env);
 // The report `cujax doctor` prints.
 std::string format_diagnosis(const Diagnosis& d);
-// "8.0 (A100): bf16 yes, fused attention yes, kernels sm_80" for one device.
-std::string device_features(const DeviceInfo& device);
+// The oldest cuDNN whose graph API cujax's fused attention uses (nn::kMinCudnnAttentionVersion).
+inline constexpr long kMinCudnnVersion = 90000;
+// "yes", or "no (why)": cuDNN's fused attention needs cuDNN loaded (`cudnn`, nullptr when not
+// probed), at least kMinCudnnVersion, and compute capability >= 8.0.
+std::string fused_attention(int compute_capability, const LibraryStatus* cudnn);
+// "compute capability 8.0, 108 SMs, bf16 yes, fused attention yes, kernels sm_80" for one
+// device, with fused attention as fused_attention() says.
+std::string device_features(const DeviceInfo& device, const LibraryStatus* cudnn = nullptr);
 
 }  // namespace cujax::cuda
