@@ -57,13 +57,11 @@ class Builder {
 
   V compare(V x, V y, const char* direction, const char* type = nullptr) {
     const DType t = x->type.dtype;
-    const char* ct = type                ? type
-                     : is_float(t)       ? "FLOAT"
-                     : is_signed_int(t)  ? "SIGNED"
-                                         : "UNSIGNED";
-    return op("stablehlo.compare", {x, y}, ir::Type::tensor(x->type.shape, DType::Bool),
-              {{"compare_type", ir::Attribute::enum_attr("comparison_type", ct)},
-               {"comparison_direction", ir::Attribute::enum_attr("comparison_direction", direction)}});
+    const char* ct = type ? type : is_float(t) ? "FLOAT" : is_signed_int(t) ? "SIGNED" : "UNSIGNED";
+    return op(
+        "stablehlo.compare", {x, y}, ir::Type::tensor(x->type.shape, DType::Bool),
+        {{"compare_type", ir::Attribute::enum_attr("comparison_type", ct)},
+         {"comparison_direction", ir::Attribute::enum_attr("comparison_direction", direction)}});
   }
   V lt(V x, V y) { return compare(x, y, "LT"); }
   V le(V x, V y) { return compare(x, y, "LE"); }
@@ -91,7 +89,9 @@ class Builder {
   }
 
   // A scalar constant broadcast to `like`'s shape, of its element type.
-  V cst(V like, double value) { return splat(scalar_of(like->type.dtype, value), like->type.shape); }
+  V cst(V like, double value) {
+    return splat(scalar_of(like->type.dtype, value), like->type.shape);
+  }
   // The same from raw integer bits (exact for 64-bit masks).
   V bits(V like, uint64_t value) {
     HostTensor t(like->type.dtype, {});
@@ -284,8 +284,7 @@ V erf_inv(Builder& b, V x) {
     V sw = b.sqrt(w);
     V mid = b.polynomial(b.sub(sw, b.cst(x, 3.25)), w_mid);
     V large = b.polynomial(b.sub(sw, b.cst(x, 5.0)), w_large);
-    V p = b.select(b.lt(w, b.cst(x, 6.25)), small,
-                   b.select(b.lt(w, b.cst(x, 16.0)), mid, large));
+    V p = b.select(b.lt(w, b.cst(x, 6.25)), small, b.select(b.lt(w, b.cst(x, 16.0)), mid, large));
     V result = b.mul(p, x);
     return b.select(b.eq(b.abs(x), b.cst(x, 1.0)), b.mul(x, b.cst(x, INFINITY)), result);
   }
@@ -329,9 +328,9 @@ V lgamma_impl(Builder& b, V x) {
   const double gh = kLanczosGamma + 0.5;
   V t = b.add(b.cst(x, gh), z);
   V log_t = b.add(b.cst(x, std::log(gh)), b.log1p(b.div(z, b.cst(x, gh))));
-  V log_y = b.add(b.add(b.cst(x, 0.5 * std::log(2 * pi)),
-                        b.mul(b.sub(b.add(z, half), b.div(t, log_t)), log_t)),
-                  b.log(sum));
+  V log_y = b.add(
+      b.add(b.cst(x, 0.5 * std::log(2 * pi)), b.mul(b.sub(b.add(z, half), b.div(t, log_t)), log_t)),
+      b.log(sum));
   // Reflection: lgamma(x) = log(pi) - log|sin(pi x)| - lgamma(1 - x), with sin's argument
   // reduced to [0, 1/2] first.
   V ax = b.abs(x);
@@ -399,8 +398,8 @@ V chebyshev(Builder& b, V x, const std::vector<double>& c) {
 // series are the tails of the double ones).
 V bessel_i1e(Builder& b, V x) {
   static const std::vector<double> a = {
-      2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
-      -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
+      2.77791411276104639959E-18,  -2.11142121435816608115E-17, 1.55363195773620046921E-16,
+      -1.10559694773538630805E-15, 7.60068429473540693410E-15,  -5.04218550472791168711E-14,
       3.22379336594557470981E-13,  -1.98397439776494371520E-12, 1.17361862988909016308E-11,
       -6.66348972350202774223E-11, 3.62559028155211703701E-10,  -1.88724975172282928790E-9,
       9.38153738649577178388E-9,   -4.44505912879632808065E-8,  2.00329475355213526229E-7,
@@ -499,8 +498,7 @@ V asinh(Builder& b, V x) {
     V small = b.log1p(b.add(a, b.div(a2, b.add(one, root))));
     V naive = b.log(b.add(a, root));
     V overflow = b.add(b.log(a), b.cst(v, std::numbers::ln2));
-    V r = b.select(b.ge(a, b.cst(v, sqrt_max(v))), overflow,
-                   b.select(b.le(a, one), small, naive));
+    V r = b.select(b.ge(a, b.cst(v, sqrt_max(v))), overflow, b.select(b.le(a, one), small, naive));
     return b.mul(b.sign(v), r);
   });
 }
@@ -612,7 +610,8 @@ std::vector<V> top_k(Builder& b, const ir::Operation& op) {
   V x = op.operands.at(0);
   const int64_t k = op.int_attr("k");
   const Shape& shape = x->type.shape;
-  if (shape.empty()) throw UnsupportedError(op.where() + ": chlo.top_k needs an operand of rank >= 1");
+  if (shape.empty())
+    throw UnsupportedError(op.where() + ": chlo.top_k needs an operand of rank >= 1");
   const int64_t last = static_cast<int64_t>(shape.size()) - 1;
   const DType index_type = op.result(1)->type.dtype;
   V iota = b.op("stablehlo.iota", {}, ir::Type::tensor(shape, index_type),
@@ -686,7 +685,8 @@ std::vector<V> scan(Builder& b, const ir::Operation& op, ValueMap& map) {
   init.push_back(b.splat(Builder::scalar_of(DType::I64, 0), {}));
   for (size_t i = 0; i < num_inputs; ++i) init.push_back(map.at(op.operands[i]));
   for (size_t i = 0; i < num_outputs; ++i)
-    init.push_back(b.splat(Builder::scalar_of(op.result(i)->type.dtype, 0), op.result(i)->type.shape));
+    init.push_back(
+        b.splat(Builder::scalar_of(op.result(i)->type.dtype, 0), op.result(i)->type.shape));
   for (size_t i = 0; i < num_inits; ++i) init.push_back(map.at(op.operands[num_inputs + i]));
   std::vector<ir::Type> types;
   for (V v : init) types.push_back(v->type);
@@ -754,11 +754,11 @@ using UnaryRule = V (*)(Builder&, V);
 
 const std::unordered_map<std::string_view, UnaryRule>& unary_rules() {
   static const std::unordered_map<std::string_view, UnaryRule> rules = {
-      {"chlo.erf", erf},         {"chlo.erfc", erfc},         {"chlo.erf_inv", erf_inv},
-      {"chlo.lgamma", lgamma},   {"chlo.digamma", digamma},   {"chlo.bessel_i1e", bessel_i1e},
-      {"chlo.tan", tan},         {"chlo.sinh", sinh},         {"chlo.cosh", cosh},
-      {"chlo.asin", asin},       {"chlo.acos", acos},         {"chlo.atan", atan},
-      {"chlo.asinh", asinh},     {"chlo.acosh", acosh},       {"chlo.atanh", atanh}};
+      {"chlo.erf", erf},       {"chlo.erfc", erfc},       {"chlo.erf_inv", erf_inv},
+      {"chlo.lgamma", lgamma}, {"chlo.digamma", digamma}, {"chlo.bessel_i1e", bessel_i1e},
+      {"chlo.tan", tan},       {"chlo.sinh", sinh},       {"chlo.cosh", cosh},
+      {"chlo.asin", asin},     {"chlo.acos", acos},       {"chlo.atan", atan},
+      {"chlo.asinh", asinh},   {"chlo.acosh", acosh},     {"chlo.atanh", atanh}};
   return rules;
 }
 
@@ -786,7 +786,8 @@ std::vector<V> decompose(Builder& b, const ir::Operation& op, ValueMap& map) {
     return {mulhi(b, in[0], in[1])};
   }
   if (!is_float(t))
-    unsupported(op, "of " + std::string(mlir_name(t)) + " has no decomposition (floating point only)");
+    unsupported(op,
+                "of " + std::string(mlir_name(t)) + " has no decomposition (floating point only)");
   if (op.name == "chlo.next_after") {
     if (in.size() != 2) unsupported(op, "takes two operands");
     return {next_after(b, in[0], in[1])};
