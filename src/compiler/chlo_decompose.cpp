@@ -1,5 +1,6 @@
 #include "compiler/chlo_decompose.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -14,6 +15,7 @@ namespace cujax::compiler {
 namespace {
 
 using V = ir::Value*;
+[[noreturn]] void unsupported(const ir::Operation& op, const std::string& why);
 using ValueMap = std::unordered_map<const ir::Value*, ir::Value*>;
 
 // Appends StableHLO ops to a block. Operands of a binary op share a type; constants take the
@@ -69,6 +71,7 @@ class Builder {
   V ge(V x, V y) { return compare(x, y, "GE"); }
   V eq(V x, V y) { return compare(x, y, "EQ"); }
   V ne(V x, V y) { return compare(x, y, "NE"); }
+  V not_(V x) { return unary("stablehlo.not", x); }
   V is_nan(V x) { return ne(x, x); }
   V is_inf(V x) { return eq(abs(x), cst(x, INFINITY)); }
   V is_finite(V x) {
@@ -379,6 +382,88 @@ V digamma(Builder& b, V x) {
   return upcast(b, x, digamma_impl);
 }
 
+// Hurwitz zeta(x, q) = sum_n (q + n)^-x by Euler-Maclaurin summation: 10 terms directly, then
+// the integral, half the next term and 12 Bernoulli corrections at a = q + 10 (Horner form).
+V zeta_impl(Builder& b, V x, V q) {
+  // (2j)! / B_2j for j = 1..12.
+  static const double kRatios[] = {12.0,
+                                   -720.0,
+                                   30240.0,
+                                   -1209600.0,
+                                   47900160.0,
+                                   -1.8924375803183791606e9,
+                                   7.47242496e10,
+                                   -2.950130727918164224e12,
+                                   1.1646782814350067249e14,
+                                   -4.5979787224074726105e15,
+                                   1.8152105401943546773e17,
+                                   -7.1661652561756670113e18};
+  V one = b.cst(x, 1.0);
+  V zero = b.cst(x, 0.0);
+  V neg_x = b.neg(x);
+  auto power = [&](V base) { return b.op("stablehlo.power", {base, neg_x}, base->type); };
+  V a = q;
+  V head = power(q);
+  for (int n = 1; n < 10; ++n) {
+    a = b.add(a, one);
+    head = b.add(head, power(a));
+  }
+  a = b.add(a, one);
+  V w = power(a);  // a^-x
+  V inv_a2 = b.div(one, b.mul(a, a));
+  V h = zero;
+  for (int j = 12; j >= 2; --j) {
+    V factor = b.mul(b.add(x, b.cst(x, 2.0 * j - 3)), b.add(x, b.cst(x, 2.0 * j - 2)));
+    h = b.mul(b.mul(factor, inv_a2), b.add(h, b.cst(x, 1.0 / kRatios[j - 1])));
+  }
+  V tail = b.mul(b.div(b.mul(x, w), a), b.add(b.cst(x, 1.0 / kRatios[0]), h));
+  V s = b.add(b.add(b.add(head, b.div(b.mul(w, a), b.sub(x, one))), b.mul(b.cst(x, 0.5), w)), tail);
+  // Where the first omitted term is below the sum's precision the corrections add nothing
+  // (and may be inf * 0 for large x).
+  const double eps =
+      is_f64(x) ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
+  s = b.select(b.lt(b.abs(w), b.mul(b.abs(head), b.cst(x, eps))), head, s);
+  V out = b.select(b.eq(x, one), b.cst(x, INFINITY), s);
+  out = b.select(b.lt(x, one), b.cst(x, NAN), out);
+  // q <= 0: defined for integer x only, with poles at the integers q.
+  V q_nonpositive = b.le(q, zero);
+  V x_int = b.eq(x, b.floor(x));
+  out = b.select(b.and_(q_nonpositive, b.not_(x_int)), b.cst(x, NAN), out);
+  V x_even = b.and_(x_int, b.eq(b.binary("stablehlo.remainder", x, b.cst(x, 2.0)), zero));
+  V pole = b.and_(q_nonpositive, b.eq(q, b.floor(q)));
+  return b.select(pole, b.select(x_even, b.cst(x, INFINITY), b.cst(x, NAN)), out);
+}
+
+// Both operands computed in f32 for f16/bf16.
+V upcast2(Builder& b, V x, V y, V (*f)(Builder&, V, V)) {
+  const DType t = x->type.dtype;
+  if (t == DType::F16 || t == DType::BF16)
+    return b.convert(f(b, b.convert(x, DType::F32), b.convert(y, DType::F32)), t);
+  return f(b, x, y);
+}
+
+V zeta(Builder& b, V x, V q) {
+  return upcast2(b, x, q, zeta_impl);
+}
+
+// polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for integer n >= 1, digamma for n = 0.
+V polygamma_impl(Builder& b, V n, V x) {
+  V one = b.cst(x, 1.0);
+  V zero = b.cst(x, 0.0);
+  V n1 = b.add(n, one);
+  V odd = b.ne(b.binary("stablehlo.remainder", n, b.cst(n, 2.0)), zero);
+  V sign = b.select(odd, one, b.cst(x, -1.0));
+  V factorial = b.exp(lgamma_impl(b, n1));
+  V r = b.mul(b.mul(sign, factorial), zeta_impl(b, n1, x));
+  r = b.select(b.eq(n, zero), digamma_impl(b, x), r);
+  V valid = b.and_(b.eq(n, b.floor(n)), b.ge(n, zero));
+  return b.select(valid, r, b.cst(x, NAN));
+}
+
+V polygamma(Builder& b, V n, V x) {
+  return upcast2(b, n, x, polygamma_impl);
+}
+
 // ---------------------------------------------------------------- Bessel
 
 // Cephes' Chebyshev series: coefficients from the highest degree, constant term halved.
@@ -604,8 +689,9 @@ V mulhi(Builder& b, V x, V y) {
 
 // ---------------------------------------------------------------- structured ops
 
-// The k largest along the last dimension (descending, NaN above +inf as in total order; ties
-// keep the lower index) and their i32 indices: a stable sort and a slice.
+// The k largest (or with largest = false the k smallest) along the last dimension, in total
+// order (NaN above +inf), ties keeping the lower index, and their indices: a stable sort and a
+// slice.
 std::vector<V> top_k(Builder& b, const ir::Operation& op) {
   V x = op.operands.at(0);
   const int64_t k = op.int_attr("k");
@@ -627,7 +713,11 @@ std::vector<V> top_k(Builder& b, const ir::Operation& op) {
   cmp.add_argument(it);
   cmp.add_argument(it);
   Builder cb(cmp);
-  V gt = cb.compare(a, c, "GT", is_float(x->type.dtype) ? "TOTALORDER" : nullptr);
+  const ir::Attribute* largest = op.attr("largest");
+  const bool descending =
+      !largest || largest->kind != ir::Attribute::Kind::Bool || largest->boolean;
+  V gt =
+      cb.compare(a, c, descending ? "GT" : "LT", is_float(x->type.dtype) ? "TOTALORDER" : nullptr);
   cmp.push_back(ir::make_op("stablehlo.return", {gt}, {}));
   ir::Operation* s = b.block().push_back(std::move(sort));
   std::vector<V> out;
@@ -642,6 +732,96 @@ std::vector<V> top_k(Builder& b, const ir::Operation& op) {
                         {"strides", ir::Attribute::dense_array(strides)}}));
   }
   return out;
+}
+
+// Sums x over `dim`.
+V reduce_sum(Builder& b, V x, int64_t dim) {
+  Shape shape = x->type.shape;
+  shape.erase(shape.begin() + dim);
+  V init = b.splat(Builder::scalar_of(x->type.dtype, 0), {});
+  auto reduce =
+      ir::make_op("stablehlo.reduce", {x, init}, {ir::Type::tensor(shape, x->type.dtype)});
+  reduce->attributes = {{"dimensions", ir::Attribute::dense_array({dim})}};
+  ir::Block& body = reduce->add_region().add_block();
+  V l = body.add_argument(init->type);
+  V r = body.add_argument(init->type);
+  Builder rb(body);
+  body.push_back(ir::make_op("stablehlo.return", {rb.add(l, r)}, {}));
+  return b.block().push_back(std::move(reduce))->result(0);
+}
+
+bool contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// ragged_dot with a ragged non-contracting lhs dimension (rows of lhs in consecutive groups,
+// group g multiplied by rhs[g]): the dot with every group, then each row keeps its own group's
+// product (a mask from the groups' start and end rows) and the group dimension is summed away.
+V ragged_dot(Builder& b, const ir::Operation& op, const std::vector<V>& in) {
+  if (in.size() != 3) unsupported(op, "takes lhs, rhs and group_sizes");
+  V lhs = in[0], rhs = in[1], sizes = in[2];
+  const ir::Attribute* dn = op.attr("ragged_dot_dimension_numbers");
+  if (!dn || dn->kind != ir::Attribute::Kind::Struct)
+    unsupported(op, "needs ragged_dot_dimension_numbers");
+  auto field = [&](const char* name) {
+    const ir::Attribute* f = dn->field(name);
+    return f ? ir::as_ints(*f) : std::vector<int64_t>{};
+  };
+  const auto lb = field("lhs_batching_dimensions"), rb = field("rhs_batching_dimensions");
+  const auto lc = field("lhs_contracting_dimensions"), rc = field("rhs_contracting_dimensions");
+  const auto lr = field("lhs_ragged_dimensions"), rg = field("rhs_group_dimensions");
+  if (lr.size() != 1 || rg.size() != 1)
+    unsupported(op, "needs one lhs ragged dimension and one rhs group dimension");
+  if (contains(lc, lr[0]) || contains(lb, lr[0]))
+    unsupported(op, "with a ragged contracting or batch dimension has no decomposition yet");
+  if (sizes->type.rank() != 1 || !is_integer(sizes->type.dtype))
+    unsupported(op, "needs rank-1 integer group_sizes");
+  const ir::Type out_type = op.result(0)->type;
+  Shape shape;
+  for (int64_t d : lb) shape.push_back(lhs->type.shape.at(d));
+  int64_t m_pos = -1, g_pos = -1;
+  for (int64_t d = 0; d < lhs->type.rank(); ++d)
+    if (!contains(lb, d) && !contains(lc, d)) {
+      if (d == lr[0]) m_pos = static_cast<int64_t>(shape.size());
+      shape.push_back(lhs->type.shape[d]);
+    }
+  for (int64_t d = 0; d < rhs->type.rank(); ++d)
+    if (!contains(rb, d) && !contains(rc, d)) {
+      if (d == rg[0]) g_pos = static_cast<int64_t>(shape.size());
+      shape.push_back(rhs->type.shape[d]);
+    }
+  if (m_pos < 0 || g_pos < 0) unsupported(op, "has inconsistent dimension numbers");
+  std::vector<ir::NamedAttribute> fields;
+  auto add_field = [&](const char* name, const std::vector<int64_t>& v) {
+    if (!v.empty()) fields.push_back({name, ir::Attribute::int_list(v)});
+  };
+  add_field("lhs_batching_dimensions", lb);
+  add_field("rhs_batching_dimensions", rb);
+  add_field("lhs_contracting_dimensions", lc);
+  add_field("rhs_contracting_dimensions", rc);
+  V dot = b.op("stablehlo.dot_general", {lhs, rhs}, ir::Type::tensor(shape, out_type.dtype),
+               {{"dot_dimension_numbers", ir::Attribute::struct_attr("stablehlo.dot", fields)}});
+  // Group g covers rows [end_g - size_g, end_g), end = the inclusive running sum of the sizes.
+  const int64_t groups = sizes->type.shape[0];
+  const DType it = sizes->type.dtype;
+  const Shape square = {groups, groups};
+  auto iota = [&](const Shape& s, int64_t dim) {
+    return b.op("stablehlo.iota", {}, ir::Type::tensor(s, it),
+                {{"iota_dimension", ir::Attribute::integer_attr(dim, DType::I64)}});
+  };
+  auto broadcast = [&](V v, const Shape& s, int64_t dim) {
+    return b.op("stablehlo.broadcast_in_dim", {v}, ir::Type::tensor(s, v->type.dtype),
+                {{"broadcast_dimensions", ir::Attribute::dense_array({dim})}});
+  };
+  V row = iota(square, 0), col = iota(square, 1);
+  V upto = b.select(b.le(col, row), broadcast(sizes, square, 1),
+                    b.splat(Builder::scalar_of(it, 0), square));
+  V ends = reduce_sum(b, upto, 1);
+  V starts = b.sub(ends, sizes);
+  V m = iota(shape, m_pos);
+  V mask = b.and_(b.ge(m, broadcast(starts, shape, g_pos)), b.lt(m, broadcast(ends, shape, g_pos)));
+  V kept = b.select(mask, dot, b.splat(Builder::scalar_of(out_type.dtype, 0), shape));
+  return reduce_sum(b, kept, g_pos);
 }
 
 void rewrite_block(const ir::Block& from, ir::Block& to, ValueMap& map);
@@ -670,8 +850,16 @@ std::vector<V> scan(Builder& b, const ir::Operation& op, ValueMap& map) {
   const size_t num_inits = static_cast<size_t>((*seg)[1]);
   const size_t num_outputs = op.num_results() - num_inits;
   const int64_t dim = op.int_attr("dimension");
-  const ir::Attribute* rev = op.attr("is_reverse");
-  const bool reverse = rev && rev->kind == ir::Attribute::Kind::Bool && rev->boolean;
+  bool reverse = false;
+  for (const auto& a : op.attributes) {
+    if (a.name == "is_reverse" || a.name == "reverse") {
+      if (a.value->kind != ir::Attribute::Kind::Bool) unsupported(op, "needs a boolean " + a.name);
+      reverse = a.value->boolean;
+    } else if (a.name != "dimension" && a.name != "operandSegmentSizes" &&
+               a.name != "resultSegmentSizes" && a.name != "is_associative") {
+      unsupported(op, "has an attribute this decomposition does not know: " + a.name);
+    }
+  }
   if (op.regions.size() != 1 || op.regions[0]->blocks.size() != 1)
     throw UnsupportedError(op.where() + ": chlo.scan needs one body block");
   const ir::Block& body = op.regions[0]->front();
@@ -780,6 +968,7 @@ std::vector<V> decompose(Builder& b, const ir::Operation& op, ValueMap& map) {
   }
   for (V v : in)
     if (v->type.is_token) unsupported(op, "of a token");
+  if (op.name == "chlo.ragged_dot") return {ragged_dot(b, op, in)};
   const DType t = in.empty() ? DType::F32 : in[0]->type.dtype;
   if (op.name == "chlo.mulhi") {
     if (in.size() != 2 || !is_integer(t)) unsupported(op, "takes two integer operands");
@@ -788,8 +977,11 @@ std::vector<V> decompose(Builder& b, const ir::Operation& op, ValueMap& map) {
   if (!is_float(t))
     unsupported(op,
                 "of " + std::string(mlir_name(t)) + " has no decomposition (floating point only)");
-  if (op.name == "chlo.next_after") {
-    if (in.size() != 2) unsupported(op, "takes two operands");
+  if (op.name == "chlo.next_after" || op.name == "chlo.zeta" || op.name == "chlo.polygamma") {
+    if (in.size() != 2 || in[1]->type != in[0]->type)
+      unsupported(op, "takes two operands of one type");
+    if (op.name == "chlo.zeta") return {zeta(b, in[0], in[1])};
+    if (op.name == "chlo.polygamma") return {polygamma(b, in[0], in[1])};
     return {next_after(b, in[0], in[1])};
   }
   auto it = unary_rules().find(op.name);
@@ -846,7 +1038,8 @@ bool region_has_chlo(const ir::Region& r) {
 }  // namespace
 
 bool is_decomposable_chlo(std::string_view name) {
-  return unary_rules().count(name) || name == "chlo.next_after" || name == "chlo.mulhi" ||
+  return unary_rules().count(name) || name == "chlo.next_after" || name == "chlo.zeta" ||
+         name == "chlo.polygamma" || name == "chlo.ragged_dot" || name == "chlo.mulhi" ||
          name == "chlo.top_k" || name == "chlo.scan";
 }
 

@@ -805,16 +805,20 @@ class Parser {
       }
       return opaque();
     }
-    if (name.size() > 10 && name.substr(0, 10) == "stablehlo.") {
-      AttrRef r = try_parse_struct(name.substr(10), lt + 1, end - 1);
-      if (r) return r;
+    for (std::string_view dialect : {std::string_view("stablehlo."), std::string_view("chlo.")}) {
+      if (name.size() > dialect.size() && name.substr(0, dialect.size()) == dialect) {
+        AttrRef r = try_parse_struct(dialect, name.substr(dialect.size()), lt + 1, end - 1);
+        if (r) return r;
+      }
     }
     return opaque();
   }
 
   // The fields of #stablehlo.<kind><...> between body_begin and body_end (the closing '>');
   // nullptr (position restored) when the body is not a plain `key = value` list.
-  AttrRef try_parse_struct(std::string_view kind, size_t body_begin, size_t body_end) {
+  // #<dialect>.<kind><field = value, ...>; `dialect` is "stablehlo." or "chlo.".
+  AttrRef try_parse_struct(std::string_view dialect, std::string_view kind, size_t body_begin,
+                           size_t body_end) {
     const size_t save = pos_;
     try {
       pos_ = body_begin;
@@ -834,7 +838,7 @@ class Parser {
           ws();
         }
         check_unique(fields, body_begin, "attribute");
-        r = Attribute::struct_attr("stablehlo." + std::string(kind), std::move(fields));
+        r = Attribute::struct_attr(std::string(dialect) + std::string(kind), std::move(fields));
       }
       ws();
       if (pos_ != body_end) {
@@ -1791,7 +1795,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
           ws();
           if (cur() != '<') fail(pos_, "expected '<' to start the dot algorithm");
           const size_t end = skip_balanced(pos_);
-          AttrRef a = try_parse_struct("dot_algorithm", pos_ + 1, end - 1);
+          AttrRef a = try_parse_struct("stablehlo.", "dot_algorithm", pos_ + 1, end - 1);
           if (!a)
             a = Attribute::opaque("#stablehlo.dot_algorithm" +
                                   std::string(src_.substr(pos_, end - pos_)));

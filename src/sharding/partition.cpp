@@ -62,7 +62,13 @@ const std::set<std::string> kElementwise = {"stablehlo.add",
                                             "stablehlo.bitcast_convert",
                                             "stablehlo.reduce_precision",
                                             "chlo.erf",
-                                            "chlo.erf_inv"};
+                                            "chlo.erf_inv",
+                                            "chlo.lgamma",
+                                            "chlo.digamma",
+                                            "chlo.polygamma",
+                                            "chlo.zeta",
+                                            "chlo.bessel_i1e",
+                                            "chlo.next_after"};
 
 // A sharding given by each partition's tile coordinates.
 HloSharding from_coords(const std::vector<int64_t>& tiles,

@@ -111,7 +111,13 @@ void register_elementwise_rules(Rules& r) {
                            "stablehlo.clamp",
                            "stablehlo.convert",
                            "stablehlo.bitcast_convert",
-                           "stablehlo.reduce_precision"})
+                           "stablehlo.reduce_precision",
+                           "chlo.lgamma",
+                           "chlo.digamma",
+                           "chlo.polygamma",
+                           "chlo.zeta",
+                           "chlo.bessel_i1e",
+                           "chlo.next_after"})
     r[name] = elementwise;
 
   // Each result keeps its operand's batch dimension.

@@ -6,6 +6,8 @@
 
 #include "trace/vjp_rules.h"
 
+#include "cujax/special.h"
+
 namespace cujax::trace::vjp {
 
 using namespace cujax::lax;
@@ -159,6 +161,22 @@ void register_elementwise_rules(Rules& r) {
   unary(r, "stablehlo.cosine", [](const Array& x, const Array&) { return neg(sin(x)); });
   unary(r, "stablehlo.tan",
         [](const Array&, const Array& y) { return add(like(y, 1.0), mul(y, y)); });
+  // chlo special functions (jax/_src/lax/special.py's JVPs); zeta and polygamma are
+  // differentiable in their second operand only, and nextafter not at all, as in JAX.
+  unary(r, "chlo.lgamma", [](const Array& x, const Array&) { return digamma(x); });
+  unary(r, "chlo.digamma", [](const Array& x, const Array&) { return polygamma(like(x, 1.0), x); });
+  r["chlo.polygamma"] = [](const VjpArgs& a) -> Cts {
+    const Array &m = a.operands[0], &x = a.operands[1];
+    Cts out(2);
+    if (a.needed[1]) out[1] = mul(a.cts[0], polygamma(add(m, like(m, 1.0)), x));
+    return out;
+  };
+  r["chlo.zeta"] = [](const VjpArgs& a) -> Cts {
+    const Array &x = a.operands[0], &q = a.operands[1];
+    Cts out(2);
+    if (a.needed[1]) out[1] = mul(a.cts[0], neg(mul(x, zeta(add(x, like(x, 1.0)), q))));
+    return out;
+  };
   r["stablehlo.sqrt"] = [](const VjpArgs& a) -> Cts {
     const Array& y = a.results[0];
     return {div(a.cts[0], mul(like(y, 2.0), y))};
