@@ -346,6 +346,44 @@ TEST(Chlo, RaggedDotMultipliesEachRowGroupByItsMatrix) {
     }
 }
 
+TEST(Chlo, RaggedDotAttributeRoundTrips) {
+  const std::string text =
+      "module @m {\n  func.func public @main(%arg0: tensor<2x11x5xf32>, %arg1: "
+      "tensor<3x2x5x7xf32>, "
+      "%arg2: tensor<3xi64>) -> tensor<2x11x7xf32> {\n"
+      "    %0 = \"chlo.ragged_dot\"(%arg0, %arg1, %arg2) {ragged_dot_dimension_numbers = "
+      "#chlo.ragged_dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [1], "
+      "lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [2], "
+      "lhs_ragged_dimensions = [1], rhs_group_dimensions = [0]>} : (tensor<2x11x5xf32>, "
+      "tensor<3x2x5x7xf32>, tensor<3xi64>) -> tensor<2x11x7xf32>\n"
+      "    return %0 : tensor<2x11x7xf32>\n  }\n}\n";
+  auto m = ir::parse_module(text);
+  const std::string printed = ir::print_module(*m);
+  EXPECT_EQ(ir::print_module(*ir::parse_module(printed)), printed);
+  EXPECT_NE(printed.find("#chlo.ragged_dot<lhs_batching_dimensions = [0]"), std::string::npos)
+      << printed;
+  // With a batch dimension: row r of batch b uses rhs[group(r), b].
+  std::vector<float> lhs(2 * 11 * 5), rhs(3 * 2 * 5 * 7);
+  for (size_t i = 0; i < lhs.size(); ++i) lhs[i] = static_cast<float>((i * 5) % 9) - 4;
+  for (size_t i = 0; i < rhs.size(); ++i) rhs[i] = static_cast<float>((i * 7) % 11) - 5;
+  const std::vector<int64_t> sizes = {4, 5, 2};
+  auto exe = runtime::get_backend("cpu").compile(*m, "main");
+  const std::vector<HostTensor> in = {HostTensor::from_vector(lhs, {2, 11, 5}),
+                                      HostTensor::from_vector(rhs, {3, 2, 5, 7}),
+                                      HostTensor::from_vector(sizes, {3})};
+  const auto got = exe->execute_on_host(in)[0].to_vector<float>();
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 11; ++r) {
+      const int g = r < 4 ? 0 : r < 9 ? 1 : 2;
+      for (int j = 0; j < 7; ++j) {
+        float want = 0;
+        for (int c = 0; c < 5; ++c)
+          want += lhs[(b * 11 + r) * 5 + c] * rhs[((g * 2 + b) * 5 + c) * 7 + j];
+        EXPECT_EQ(got[(b * 11 + r) * 7 + j], want) << b << "," << r << "," << j;
+      }
+    }
+}
+
 TEST(Chlo, DecompositionLeavesOnlyStableHlo) {
   auto module = ir::parse_module(
       "module @m {\n  func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n"

@@ -699,6 +699,8 @@ std::vector<V> top_k(Builder& b, const ir::Operation& op) {
   if (shape.empty())
     throw UnsupportedError(op.where() + ": chlo.top_k needs an operand of rank >= 1");
   const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+  if (k < 0 || k > shape[last])
+    unsupported(op, "k = " + std::to_string(k) + " is out of range for " + x->type.str());
   const DType index_type = op.result(1)->type.dtype;
   V iota = b.op("stablehlo.iota", {}, ir::Type::tensor(shape, index_type),
                 {{"iota_dimension", ir::Attribute::integer_attr(last, DType::I64)}});
