@@ -106,6 +106,16 @@ LD i1e_ref(LD x) {
   return sum * std::exp(-std::fabs(x));
 }
 
+LD i0e_ref(LD x) {
+  const LD h2 = x * x / 4;
+  LD term = 1, sum = 1;
+  for (int k = 1; k < 200; ++k) {
+    term *= h2 / (static_cast<LD>(k) * k);
+    sum += term;
+  }
+  return sum * std::exp(-std::fabs(x));
+}
+
 // erf_inv by Newton's method on erfl.
 LD erf_inv_ref(LD y) {
   LD x = 0;
@@ -470,6 +480,8 @@ TEST(ChloApi, ScipySpecialPromotesAndBroadcasts) {
   EXPECT_NEAR(p.to_vector<float>()[0], std::numbers::pi * std::numbers::pi / 6, 1e-5);
   EXPECT_NEAR(scipy::special::erfinv(jnp::array({0.5})).to_vector<float>()[0],
               static_cast<float>(erf_inv_ref(0.5L)), 1e-6);
+  for (double v : {-9.0, 0.5, 3.0, 20.0})
+    EXPECT_NEAR(lax::bessel_i0e(f64({v})).item<double>(), static_cast<double>(i0e_ref(v)), 1e-15);
   EXPECT_NEAR(scipy::special::i1e(jnp::array({1.0})).to_vector<float>()[0],
               static_cast<float>(i1e_ref(1)), 1e-6);
   const Array n = jnp::nextafter(jnp::array({1.0f}), 2);
@@ -484,6 +496,7 @@ TEST(ChloApi, GradientsMatchFiniteDifferences) {
              {0.5, 1.5, 4.0}, 1e-5);
   check_grad([](const Array& a) { return lax::zeta(lax::full_like(a, 3.0), a); }, {0.5, 1.5, 4.0},
              1e-5);
+  check_grad(lax::bessel_i1e, {-7.5, -0.3, 0.0, 0.8, 3.0, 12.0});
   // Second order: d2/dx2 lgamma = polygamma(1, x).
   auto d1 = grad([](const Array& a) { return jnp::sum(lax::lgamma(a)); });
   auto d2 = grad([&](const Array& a) { return jnp::sum(d1(a)); });

@@ -16,6 +16,7 @@ Array digamma(const Array& x);  // d/dx lgamma(x); NaN at the poles (0, -1, -2, 
 Array polygamma(const Array& m, const Array& x);
 // Hurwitz zeta(x, q) = sum over n >= 0 of (q + n)^-x; defined for x > 1.
 Array zeta(const Array& x, const Array& q);
+Array bessel_i0e(const Array& x);  // exp(-|x|) I0(x)
 Array bessel_i1e(const Array& x);  // exp(-|x|) I1(x)
 // The next representable value after x1 toward x2 (no gradient, as in JAX).
 Array nextafter(const Array& x1, const Array& x2);
@@ -38,6 +39,7 @@ Array gammaln(const ArrayLike& x);
 Array digamma(const ArrayLike& x);
 Array polygamma(const ArrayLike& n, const ArrayLike& x);
 Array zeta(const ArrayLike& x, const ArrayLike& q);
+Array i0e(const ArrayLike& x);
 Array i1e(const ArrayLike& x);
 
 }  // namespace cujax::scipy::special

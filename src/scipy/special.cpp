@@ -51,6 +51,9 @@ Array polygamma(const ArrayLike& n, const ArrayLike& x) {
 Array zeta(const ArrayLike& x, const ArrayLike& q) {
   return binary("zeta", x, q, lax::zeta);
 }
+Array i0e(const ArrayLike& x) {
+  return unary("i0e", x, lax::bessel_i0e);
+}
 Array i1e(const ArrayLike& x) {
   return unary("i1e", x, lax::bessel_i1e);
 }

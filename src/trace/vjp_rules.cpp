@@ -165,6 +165,13 @@ void register_elementwise_rules(Rules& r) {
   // differentiable in their second operand only, and nextafter not at all, as in JAX.
   unary(r, "chlo.lgamma", [](const Array& x, const Array&) { return digamma(x); });
   unary(r, "chlo.digamma", [](const Array& x, const Array&) { return polygamma(like(x, 1.0), x); });
+  // i1e' = i0e - i1e (sign(x) + 1/x), 1/2 at 0.
+  unary(r, "chlo.bessel_i1e", [](const Array& x, const Array& y) {
+    const Array not_tiny = gt(abs(x), like(x, 1e-30));
+    const Array safe = select(not_tiny, x, like(x, 1.0));
+    const Array d = sub(bessel_i0e(safe), mul(y, add(sign(safe), div(like(x, 1.0), safe))));
+    return select(not_tiny, d, like(x, 0.5));
+  });
   r["chlo.polygamma"] = [](const VjpArgs& a) -> Cts {
     const Array &m = a.operands[0], &x = a.operands[1];
     Cts out(2);
