@@ -2,6 +2,8 @@
 // jax/_src/lax/lax.py's JVP (transposed) with the public lax ops, so the cotangent ops are
 // ordinary recorded ops that can be differentiated again.
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 #include <numeric>
 
 #include "trace/vjp_rules.h"
@@ -165,6 +167,33 @@ void register_elementwise_rules(Rules& r) {
   // differentiable in their second operand only, and nextafter not at all, as in JAX.
   unary(r, "chlo.lgamma", [](const Array& x, const Array&) { return digamma(x); });
   unary(r, "chlo.digamma", [](const Array& x, const Array&) { return polygamma(like(x, 1.0), x); });
+  const double two_over_sqrt_pi = 2 / std::sqrt(std::numbers::pi);
+  unary(r, "chlo.erf", [two_over_sqrt_pi](const Array& x, const Array&) {
+    return mul(like(x, two_over_sqrt_pi), exp(neg(mul(x, x))));
+  });
+  unary(r, "chlo.erfc", [two_over_sqrt_pi](const Array& x, const Array&) {
+    return mul(like(x, -two_over_sqrt_pi), exp(neg(mul(x, x))));
+  });
+  unary(r, "chlo.erf_inv", [](const Array&, const Array& y) {
+    return mul(like(y, std::sqrt(std::numbers::pi) / 2), exp(mul(y, y)));
+  });
+  unary(r, "chlo.asin",
+        [](const Array& x, const Array&) { return rsqrt(sub(like(x, 1.0), mul(x, x))); });
+  unary(r, "chlo.acos",
+        [](const Array& x, const Array&) { return neg(rsqrt(sub(like(x, 1.0), mul(x, x)))); });
+  unary(r, "chlo.atan", [](const Array& x, const Array&) {
+    return div(like(x, 1.0), add(like(x, 1.0), mul(x, x)));
+  });
+  unary(r, "chlo.sinh", [](const Array& x, const Array&) { return cosh(x); });
+  unary(r, "chlo.cosh", [](const Array& x, const Array&) { return sinh(x); });
+  unary(r, "chlo.asinh",
+        [](const Array& x, const Array&) { return rsqrt(add(mul(x, x), like(x, 1.0))); });
+  unary(r, "chlo.acosh", [](const Array& x, const Array&) {
+    return rsqrt(mul(sub(x, like(x, 1.0)), add(x, like(x, 1.0))));
+  });
+  unary(r, "chlo.atanh", [](const Array& x, const Array&) {
+    return div(like(x, 1.0), sub(like(x, 1.0), mul(x, x)));
+  });
   // i1e' = i0e - i1e (sign(x) + 1/x), 1/2 at 0.
   unary(r, "chlo.bessel_i1e", [](const Array& x, const Array& y) {
     const Array not_tiny = gt(abs(x), like(x, 1e-30));
