@@ -497,6 +497,18 @@ TEST(ChloApi, GradientsMatchFiniteDifferences) {
   check_grad([](const Array& a) { return lax::zeta(lax::full_like(a, 3.0), a); }, {0.5, 1.5, 4.0},
              1e-5);
   check_grad(lax::bessel_i1e, {-7.5, -0.3, 0.0, 0.8, 3.0, 12.0});
+  // The lax functions that are chlo ops in the IR.
+  check_grad(lax::erf, {-2.0, -0.3, 0.0, 1.1});
+  check_grad(lax::erfc, {-2.0, -0.3, 0.0, 1.1, 4.0});
+  check_grad(lax::erf_inv, {-0.95, -0.3, 0.0, 0.6});
+  check_grad(lax::asin, {-0.9, 0.0, 0.4});
+  check_grad(lax::acos, {-0.9, 0.0, 0.4});
+  check_grad(lax::atan, {-5.0, 0.0, 0.4});
+  check_grad(lax::sinh, {-3.0, 0.2, 2.0});
+  check_grad(lax::cosh, {-3.0, 0.2, 2.0});
+  check_grad(lax::asinh, {-30.0, -0.5, 0.0, 2.0});
+  check_grad(lax::acosh, {1.5, 3.0, 40.0});
+  check_grad(lax::atanh, {-0.9, 0.0, 0.5});
   // Second order: d2/dx2 lgamma = polygamma(1, x).
   auto d1 = grad([](const Array& a) { return jnp::sum(lax::lgamma(a)); });
   auto d2 = grad([&](const Array& a) { return jnp::sum(d1(a)); });
