@@ -692,8 +692,7 @@ V mulhi(Builder& b, V x, V y) {
 // The k largest (or with largest = false the k smallest) along the last dimension, in total
 // order (NaN above +inf), ties keeping the lower index, and their indices: a stable sort and a
 // slice.
-std::vector<V> top_k(Builder& b, const ir::Operation& op) {
-  V x = op.operands.at(0);
+std::vector<V> top_k(Builder& b, const ir::Operation& op, V x) {
   const int64_t k = op.int_attr("k");
   const Shape& shape = x->type.shape;
   if (shape.empty())
@@ -961,12 +960,7 @@ std::vector<V> decompose(Builder& b, const ir::Operation& op, ValueMap& map) {
   for (const ir::Value* v : op.operands) in.push_back(map.at(v));
   if (op.name == "chlo.scan") return scan(b, op, map);
   if (op.name == "chlo.top_k") {
-    // top_k reads its operand through the map too: rebuild the op view on mapped values.
-    auto view = ir::make_op(op.name, in, {op.result(0)->type, op.result(1)->type});
-    view->attributes = op.attributes;
-    view->line = op.line;
-    view->column = op.column;
-    return top_k(b, *view);
+    return top_k(b, op, in.at(0));
   }
   for (V v : in)
     if (v->type.is_token) unsupported(op, "of a token");
@@ -1038,12 +1032,6 @@ bool region_has_chlo(const ir::Region& r) {
 }
 
 }  // namespace
-
-bool is_decomposable_chlo(std::string_view name) {
-  return unary_rules().count(name) || name == "chlo.next_after" || name == "chlo.zeta" ||
-         name == "chlo.polygamma" || name == "chlo.ragged_dot" || name == "chlo.mulhi" ||
-         name == "chlo.top_k" || name == "chlo.scan";
-}
 
 bool has_chlo(const ir::Module& module) {
   for (const auto& f : module.functions)

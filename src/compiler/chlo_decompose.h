@@ -6,7 +6,6 @@
 #pragma once
 
 #include <memory>
-#include <string_view>
 
 #include "cujax/ir/ir.h"
 
@@ -18,8 +17,5 @@ bool has_chlo(const ir::Module& module);
 // A copy of `module` with every chlo op replaced by StableHLO ops. Throws UnsupportedError
 // naming the op (and its location) for a chlo op or element type that has no decomposition.
 std::unique_ptr<ir::Module> decompose_chlo(const ir::Module& module);
-
-// The chlo ops decompose_chlo knows, for messages and tests.
-bool is_decomposable_chlo(std::string_view op_name);
 
 }  // namespace cujax::compiler
