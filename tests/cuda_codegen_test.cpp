@@ -25,6 +25,7 @@
 #include "backends/cuda/codegen/kernel_cache.h"
 #include "backends/cuda/codegen/nvrtc.h"
 #include "backends/cuda/program.h"
+#include "compiler/chlo_decompose.h"
 #include "compiler/fusion.h"
 #include "compiler/outline.h"
 #include "cujax/ir/parser.h"
@@ -209,6 +210,22 @@ TEST(CudaCodegen, GeneratedArithmeticMatchesTheCpuBackendOnAnEmulatedGrid) {
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
       owned.push_back(ir::parse_module(read_text(f)));
+      add_checks(*owned.back(), f.filename().string(), seen, checks);
+    }
+  }
+  // And the expansions of the chlo ops (compiler/chlo_decompose.cpp) in the programs that use
+  // them on real types.
+  const fs::path ext = conformance.parent_path() / "stablehlo-testdata-ext";
+  if (fs::is_directory(ext)) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(ext))
+      if (e.path().extension() == ".mlir") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      const std::string text = read_text(f);
+      if (text.find("chlo.") == std::string::npos || text.find("complex<") != std::string::npos)
+        continue;
+      owned.push_back(compiler::decompose_chlo(*ir::parse_module(text)));
       add_checks(*owned.back(), f.filename().string(), seen, checks);
     }
   }

@@ -39,6 +39,7 @@
 #include "cujax/nn/initializers.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
+#include "cujax/special.h"
 
 // Transformations and trees: jit, grad, vmap, jax.tree.
 #include "cujax/grad.h"

@@ -805,16 +805,20 @@ class Parser {
       }
       return opaque();
     }
-    if (name.size() > 10 && name.substr(0, 10) == "stablehlo.") {
-      AttrRef r = try_parse_struct(name.substr(10), lt + 1, end - 1);
-      if (r) return r;
+    for (std::string_view dialect : {std::string_view("stablehlo."), std::string_view("chlo.")}) {
+      if (name.size() > dialect.size() && name.substr(0, dialect.size()) == dialect) {
+        AttrRef r = try_parse_struct(dialect, name.substr(dialect.size()), lt + 1, end - 1);
+        if (r) return r;
+      }
     }
     return opaque();
   }
 
   // The fields of #stablehlo.<kind><...> between body_begin and body_end (the closing '>');
   // nullptr (position restored) when the body is not a plain `key = value` list.
-  AttrRef try_parse_struct(std::string_view kind, size_t body_begin, size_t body_end) {
+  // #<dialect>.<kind><field = value, ...>; `dialect` is "stablehlo." or "chlo.".
+  AttrRef try_parse_struct(std::string_view dialect, std::string_view kind, size_t body_begin,
+                           size_t body_end) {
     const size_t save = pos_;
     try {
       pos_ = body_begin;
@@ -834,7 +838,7 @@ class Parser {
           ws();
         }
         check_unique(fields, body_begin, "attribute");
-        r = Attribute::struct_attr("stablehlo." + std::string(kind), std::move(fields));
+        r = Attribute::struct_attr(std::string(dialect) + std::string(kind), std::move(fields));
       }
       ws();
       if (pos_ != body_end) {
@@ -1390,6 +1394,9 @@ class Parser {
 
   void parse_custom_op(PendingOp& p, const syntax::OpSyntax& s);
   void parse_reduce(PendingOp& p);
+  void parse_chlo_types(PendingOp& p);
+  void parse_chlo_top_k(PendingOp& p);
+  void parse_chlo_scan(PendingOp& p);
   void parse_convolution_window(PendingOp& p);
 
   void parse_op_into(Block& block);
@@ -1472,6 +1479,79 @@ void Parser::parse_reduce(PendingOp& p) {
   }
   firsts.insert(firsts.end(), seconds.begin(), seconds.end());
   p.regions.push_back(parse_region(&firsts));
+}
+
+// After the `:`: `(types) -> types`, `type` (the result; operands alike) or `types -> types`
+// (chlo's form).
+void Parser::parse_chlo_types(PendingOp& p) {
+  ws();
+  const size_t at = pos_;
+  if (cur() == '(') {
+    std::vector<Type> ins, outs;
+    parse_function_type(&ins, &outs);
+    check_operand_types(p, ins, at);
+    p.result_types = std::move(outs);
+    return;
+  }
+  std::vector<Type> types = parse_type_list();
+  if (consume_arrow()) {
+    check_operand_types(p, types, at);
+    p.result_types = parse_result_types();
+  } else if (types.size() == 1) {
+    p.result_types = std::move(types);
+  } else {
+    fail(at, "expected '->' after the operand types of " + p.name);
+  }
+}
+
+// chlo.top_k(%x, k = 3) attr-dict : type -> (values type, indices type)
+void Parser::parse_chlo_top_k(PendingOp& p) {
+  expect('(', "to start the operands of chlo.top_k");
+  add_operand(p);
+  expect(',', "after the operand of chlo.top_k");
+  expect_word("k", "in chlo.top_k");
+  expect('=', "after 'k'");
+  ws();
+  p.attrs.push_back({"k", Attribute::integer_attr(parse_int64("k"), DType::I64)});
+  expect(')', "to close chlo.top_k");
+  parse_optional_attr_dict(p.attrs);
+  expect(':', "before the type of chlo.top_k");
+  parse_chlo_types(p);
+}
+
+// chlo.scan(%inputs...) inits(%inits...) dimension=N attr-dict {body} : functional-type. The
+// generic form's operandSegmentSizes says how many operands are inputs.
+void Parser::parse_chlo_scan(PendingOp& p) {
+  expect('(', "to start the inputs of chlo.scan");
+  parse_operand_list(p);
+  expect(')', "to close the inputs of chlo.scan");
+  const int64_t num_inputs = static_cast<int64_t>(p.operands.size());
+  expect_word("inits", "in chlo.scan");
+  expect('(', "to start the inits of chlo.scan");
+  parse_operand_list(p);
+  expect(')', "to close the inits of chlo.scan");
+  const int64_t num_inits = static_cast<int64_t>(p.operands.size()) - num_inputs;
+  expect_word("dimension", "in chlo.scan");
+  expect('=', "after 'dimension'");
+  ws();
+  p.attrs.push_back({"dimension", Attribute::integer_attr(parse_int64("dimension"), DType::I64)});
+  p.attrs.push_back(
+      {"operandSegmentSizes", Attribute::dense_array({num_inputs, num_inits}, DType::I32)});
+  // A `{` opens the attribute dictionary when a name and `=`, `,` or `}` follow; else the body.
+  ws();
+  if (cur() == '{') {
+    const size_t at = pos_;
+    ++pos_;
+    const std::string_view w = peek_ident();
+    pos_ += w.size();
+    ws();
+    const bool is_dict = (!w.empty() && (cur() == '=' || cur() == ',' || cur() == '}')) ||
+                         (w.empty() && cur() == '}');
+    pos_ = at;
+    if (is_dict) parse_optional_attr_dict(p.attrs);
+  }
+  p.regions.push_back(parse_region(nullptr));
+  type_spec_functional(p);
 }
 
 void Parser::parse_convolution_window(PendingOp& p) {
@@ -1715,7 +1795,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
           ws();
           if (cur() != '<') fail(pos_, "expected '<' to start the dot algorithm");
           const size_t end = skip_balanced(pos_);
-          AttrRef a = try_parse_struct("dot_algorithm", pos_ + 1, end - 1);
+          AttrRef a = try_parse_struct("stablehlo.", "dot_algorithm", pos_ + 1, end - 1);
           if (!a)
             a = Attribute::opaque("#stablehlo.dot_algorithm" +
                                   std::string(src_.substr(pos_, end - pos_)));
@@ -2007,31 +2087,17 @@ void Parser::parse_op_into(Block& block) {
       fail(name_pos, "unknown operation " + quoted(p.name));
     } else {
       ws();
-      if (cur() == '(') {
+      if (p.name == "chlo.top_k" && cur() == '(') {
+        parse_chlo_top_k(p);
+      } else if (p.name == "chlo.scan" && cur() == '(') {
+        parse_chlo_scan(p);
+      } else if (cur() == '(') {
         parse_generic_body(p);  // registered op without a custom form, written unquoted
       } else {
         parse_operand_list(p);
         parse_optional_attr_dict(p.attrs);
         if (!consume(':')) fail(name_pos, "unknown operation " + quoted(p.name));
-        ws();
-        const size_t at = pos_;
-        if (cur() == '(') {
-          std::vector<Type> ins, outs;
-          parse_function_type(&ins, &outs);
-          check_operand_types(p, ins, at);
-          p.result_types = std::move(outs);
-        } else {
-          // `: type` (the result; operands alike) or `: types -> types` (chlo's unary form).
-          std::vector<Type> types = parse_type_list();
-          if (consume_arrow()) {
-            check_operand_types(p, types, at);
-            p.result_types = parse_result_types();
-          } else if (types.size() == 1) {
-            p.result_types = std::move(types);
-          } else {
-            fail(at, "expected '->' after the operand types of " + p.name);
-          }
-        }
+        parse_chlo_types(p);
       }
     }
   }

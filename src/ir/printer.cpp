@@ -592,7 +592,37 @@ class ModulePrinter {
   }
   void append_ints_attr(const Attribute& a) { append_int_list(out, a.ints); }
 
+  // chlo's forms, as JAX prints them: `chlo.erf %x : type -> type`, `chlo.next_after %x, %y :
+  // type, type -> type`, `chlo.top_k(%x, k = 3) : type -> (type, type)`.
+  bool pretty_chlo(const Operation& op) {
+    if (!op.regions.empty() || op.operands.empty()) return false;
+    if (op.name == "chlo.top_k") {
+      const Attribute* k = op.attr("k");
+      if (!k || k->kind != Kind::Integer || op.operands.size() != 1 || op.num_results() != 2)
+        return false;
+      out += op.name + "(" + name(op.operands[0]) + ", k = " + std::to_string(k->integer) + ")";
+      rest_attrs(op, {"k"});
+    } else {
+      if (op.num_results() != 1) return false;
+      out += op.name + " ";
+      value_list(op.operands);
+      rest_attrs(op, {});
+    }
+    out += " : ";
+    type_list(operand_types(op));
+    out += " -> ";
+    if (op.num_results() == 1) {
+      append_type(out, op.result(0)->type);
+    } else {
+      out += '(';
+      type_list(result_types(op));
+      out += ')';
+    }
+    return true;
+  }
+
   bool pretty(const Operation& op, int indent, bool top) {
+    if (starts_with(op.name, "chlo.")) return pretty_chlo(op);
     const syntax::OpSyntax* s = syntax::find(op.name);
     if (!s) return false;
     const bool arity_ok =

@@ -1,6 +1,4 @@
 // Element-wise ops: arithmetic, comparisons, math functions, select/clamp and conversions.
-#include <cmath>
-#include <limits>
 #include <numbers>
 
 #include "cujax/grad.h"
@@ -27,106 +25,6 @@ Array unary(const std::string& op, const std::string& name, const Array& x, Kind
             std::optional<DType> result = std::nullopt) {
   check_dtype(op, x, kinds);
   return trace::bind1(spec(name, x.shape(), result.value_or(x.dtype())), {x});
-}
-
-// Horner's rule: c[0] x^(n-1) + ... + c[n-1].
-Array polynomial(const Array& x, const std::vector<double>& coefficients) {
-  Array p = like(x, coefficients[0]);
-  for (size_t i = 1; i < coefficients.size(); ++i) p = add(mul(p, x), like(x, coefficients[i]));
-  return p;
-}
-
-// Runs `f` on x upcast to f32 for f16/bf16 inputs, as XLA does for these functions.
-template <class F>
-Array upcast_f32(const Array& x, F&& f) {
-  if (x.dtype() == DType::F16 || x.dtype() == DType::BF16)
-    return convert_element_type(f(convert_element_type(x, DType::F32)), x.dtype());
-  return f(x);
-}
-
-// erf for f32: XLA's rational approximation x P(x^2) / Q(x^2) on x clamped to [-4, 4].
-Array erf_f32(const Array& x) {
-  static const std::vector<double> alpha = {
-      -2.72614225801306e-10, 2.77068142495902e-08,  -2.10102402082508e-06, -5.69250639462346e-05,
-      -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02};
-  static const std::vector<double> beta = {-1.45660718464996e-05, -2.13374055278905e-04,
-                                           -1.68282697438203e-03, -7.37332916720468e-03,
-                                           -1.42647390514189e-02};
-  const Array c = clamp(like(x, -4.0), x, like(x, 4.0));
-  const Array c2 = mul(c, c);
-  const Array r = div(mul(c, polynomial(c2, alpha)), polynomial(c2, beta));
-  return clamp(like(x, -1.0), r, like(x, 1.0));
-}
-
-// f64 erf/erfc: the Cephes approximations XLA uses (erf on |x| < 1, erfc on |x| >= 1).
-Array erf_f64_small(const Array& x) {
-  static const std::vector<double> t = {9.60497373987051638749E0, 9.00260197203842689217E1,
-                                        2.23200534594684319226E3, 7.00332514112805075473E3,
-                                        5.55923013010394962768E4};
-  static const std::vector<double> u = {1.00000000000000000000E0, 3.35617141647503099647E1,
-                                        5.21357949780152679795E2, 4.59432382970980127987E3,
-                                        2.26290000613890934246E4, 4.92673942608635921086E4};
-  const Array x2 = mul(x, x);
-  return div(mul(x, polynomial(x2, t)), polynomial(x2, u));
-}
-
-Array erfc_f64_large(const Array& x) {
-  static const std::vector<double> p = {
-      2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0,
-      4.86371970985681366614E1,   1.96520832956077098242E2,  5.26445194995477358631E2,
-      9.34528527171957607540E2,   1.02755188689515710272E3,  5.57535335369399327526E2};
-  static const std::vector<double> q = {
-      1.00000000000000000000E0, 1.32281951154744992508E1, 8.67072140885989742329E1,
-      3.54937778887819891062E2, 9.75708501743205489753E2, 1.82390916687909736289E3,
-      2.24633760818710981792E3, 1.65666309194161350182E3, 5.57535340817727675546E2};
-  static const std::vector<double> r = {5.64189583547755073984E-1, 1.27536670759978104416E0,
-                                        5.01905042251180477414E0,  6.16021097993053585195E0,
-                                        7.40974269950448939160E0,  2.97886665372100240670E0};
-  static const std::vector<double> s = {1.00000000000000000000E0, 2.26052863220117276590E0,
-                                        9.39603524938001434673E0, 1.20489539808096656605E1,
-                                        1.70814450747565897222E1, 9.60896809063285878198E0,
-                                        3.36907645100081516050E0};
-  const double maxlog = 7.09782712893383996843E2;
-  const Array z = neg(mul(x, x));
-  const Array ax = abs(x);
-  const Array ez = exp(z);
-  const Array near = div(mul(ez, polynomial(ax, p)), polynomial(ax, q));
-  const Array far = div(mul(ez, polynomial(ax, r)), polynomial(ax, s));
-  const Array approx = select(lt(ax, like(x, 8.0)), near, far);
-  const Array zero = like(x, 0.0);
-  const Array clamped = select(lt(z, like(x, -maxlog)), zero, approx);
-  return select(lt(x, zero), sub(like(x, 2.0), clamped), clamped);
-}
-
-// f32 erfc on |x| >= 1 (Cephes, as XLA).
-Array erfc_f32_large(const Array& x) {
-  static const std::vector<double> p = {
-      +2.326819970068386E-2, -1.387039388740657E-1, +3.687424674597105E-1,
-      -5.824733027278666E-1, +6.210004621745983E-1, -4.944515323274145E-1,
-      +3.404879937665872E-1, -2.741127028184656E-1, +5.638259427386472E-1};
-  static const std::vector<double> r = {
-      -1.047766399936249E+1, +1.297719955372516E+1, -7.495518717768503E+0, +2.921019019210786E+0,
-      -1.015265279202700E+0, +4.218463358204948E-1, -2.820767439740514E-1, +5.641895067754075E-1};
-  const double maxlog = 88.72283905206835;
-  const Array x2 = mul(x, x);
-  const Array z = neg(x2);
-  const Array ax = abs(x);
-  const Array one = like(x, 1.0);
-  const Array inv_x2 = div(one, x2);
-  const Array scale = mul(exp(z), div(one, ax));
-  const Array poly = select(lt(ax, like(x, 2.0)), polynomial(inv_x2, p), polynomial(inv_x2, r));
-  const Array approx = mul(scale, poly);
-  const Array zero = like(x, 0.0);
-  const Array clamped = select(lt(z, like(x, -maxlog)), zero, approx);
-  return select(lt(x, zero), sub(like(x, 2.0), clamped), clamped);
-}
-
-// f32 erf on |x| <= 1 (Cephes, as XLA's erfc uses it).
-Array erf_f32_small(const Array& x) {
-  static const std::vector<double> t = {
-      +7.853861353153693E-5, -8.010193625184903E-4, +5.188327685732524E-3, -2.685381193529856E-2,
-      +1.128358514861418E-1, -3.761262582423300E-1, +1.128379165726710E+0};
-  return mul(x, polynomial(mul(x, x), t));
 }
 
 }  // namespace
@@ -277,81 +175,16 @@ Array clz(const Array& x) {
   return unary("clz", "stablehlo.count_leading_zeros", x, Kinds::Int);
 }
 
+// The error functions and the inverse trigonometric and hyperbolic functions are chlo ops, as
+// jax.lax emits them; the compiler expands them for every backend (compiler/chlo_decompose.cpp).
 Array erf(const Array& x) {
-  check_dtype("erf", x, Kinds::Float);
-  if (x.dtype() == DType::F64) {
-    const Array one = like(x, 1.0);
-    return select(lt(abs(x), one), erf_f64_small(x), sub(one, erfc_f64_large(x)));
-  }
-  return upcast_f32(x, erf_f32);
+  return unary("erf", "chlo.erf", x, Kinds::Float);
 }
-
 Array erfc(const Array& x) {
-  check_dtype("erfc", x, Kinds::Float);
-  if (x.dtype() == DType::F64) {
-    const Array one = like(x, 1.0);
-    return select(lt(abs(x), one), sub(one, erf_f64_small(x)), erfc_f64_large(x));
-  }
-  return upcast_f32(x, [](const Array& v) {
-    const Array one = like(v, 1.0);
-    return select(lt(abs(v), one), sub(one, erf_f32_small(v)), erfc_f32_large(v));
-  });
+  return unary("erfc", "chlo.erfc", x, Kinds::Float);
 }
-
 Array erf_inv(const Array& x) {
-  check_dtype("erf_inv", x, Kinds::Float);
-  // Giles' single-precision approximation (as XLA's ErfInv32), in w = -log(1 - x^2); f64 uses
-  // the same form with the double-precision coefficients.
-  if (x.dtype() == DType::F64) {
-    static const std::vector<double> w_small = {
-        -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
-        1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
-        6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
-        2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
-        1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
-        4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
-        0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
-        0.24015818242558961693,     1.6536545626831027356};
-    static const std::vector<double> w_mid = {
-        2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
-        1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
-        2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
-        6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
-        0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
-        -0.0037512085075692412107, 0.005370914553590063617,   1.0052589676941592334,
-        3.0838856104922207635};
-    static const std::vector<double> w_large = {
-        -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
-        -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
-        2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
-        -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
-        7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
-        1.0103004648645343977,      4.8499064014085844221};
-    const Array one = like(x, 1.0);
-    const Array w = neg(log1p(neg(mul(x, x))));
-    const Array small = polynomial(sub(w, like(x, 3.125)), w_small);
-    const Array sw = sqrt(w);
-    const Array mid = polynomial(sub(sw, like(x, 3.25)), w_mid);
-    const Array large = polynomial(sub(sw, like(x, 5.0)), w_large);
-    const Array p = select(lt(w, like(x, 6.25)), small, select(lt(w, like(x, 16.0)), mid, large));
-    const Array result = mul(p, x);
-    const Array inf = like(x, INFINITY);
-    return select(eq(abs(x), one), mul(x, inf), result);
-  }
-  return upcast_f32(x, [](const Array& v) {
-    static const std::vector<double> w_small = {2.81022636e-08,  3.43273939e-07, -3.5233877e-06,
-                                                -4.39150654e-06, 0.00021858087,  -0.00125372503,
-                                                -0.00417768164,  0.246640727,    1.50140941};
-    static const std::vector<double> w_large = {-0.000200214257, 0.000100950558, 0.00134934322,
-                                                -0.00367342844,  0.00573950773,  -0.0076224613,
-                                                0.00943887047,   1.00167406,     2.83297682};
-    const Array w = neg(log1p(neg(mul(v, v))));
-    const Array small = polynomial(sub(w, like(v, 2.5)), w_small);
-    const Array large = polynomial(sub(sqrt(w), like(v, 3.0)), w_large);
-    const Array p = select(lt(w, like(v, 5.0)), small, large);
-    const Array result = mul(p, v);
-    return select(eq(abs(v), like(v, 1.0)), mul(v, like(v, INFINITY)), result);
-  });
+  return unary("erf_inv", "chlo.erf_inv", x, Kinds::Float);
 }
 
 Array square(const Array& x) {
@@ -388,87 +221,29 @@ Array exp2(const Array& x) {
   return exp(mul(like(x, std::numbers::ln2), x));
 }
 
-// The inverse trigonometric and hyperbolic functions, as CHLO decomposes them.
 Array asin(const Array& x) {
-  check_dtype("asin", x, Kinds::Float);
-  // asin(x) = 2 atan2(x, 1 + sqrt(1 - x^2))
-  const Array one = like(x, 1.0);
-  return mul(like(x, 2.0), atan2(x, add(one, sqrt(sub(one, mul(x, x))))));
+  return unary("asin", "chlo.asin", x, Kinds::Float);
 }
-
 Array acos(const Array& x) {
-  check_dtype("acos", x, Kinds::Float);
-  // acos(x) = 2 atan2(sqrt(1 - x^2), 1 + x) for x != -1, pi for x = -1
-  const Array one = like(x, 1.0);
-  const Array r = mul(like(x, 2.0), atan2(sqrt(sub(one, mul(x, x))), add(one, x)));
-  return select(ne(x, like(x, -1.0)), r, like(x, std::numbers::pi));
+  return unary("acos", "chlo.acos", x, Kinds::Float);
 }
-
 Array atan(const Array& x) {
-  check_dtype("atan", x, Kinds::Float);
-  return atan2(x, like(x, 1.0));
+  return unary("atan", "chlo.atan", x, Kinds::Float);
 }
-
 Array sinh(const Array& x) {
-  check_dtype("sinh", x, Kinds::Float);
-  return upcast_f32(x, [](const Array& v) {
-    // For |x| < 1, (e^x - e^-x)/2 loses precision: use expm1. Large |x|: e^(|x| + log 1/2)
-    // avoids overflowing before the halving.
-    const Array half = like(v, 0.5);
-    const Array big =
-        sub(exp(add(v, like(v, -std::numbers::ln2))), exp(sub(neg(v), like(v, std::numbers::ln2))));
-    const Array e = expm1(abs(v));
-    const Array small_abs = mul(half, add(e, div(e, add(e, like(v, 1.0)))));
-    const Array small = mul(sign(v), small_abs);
-    return select(lt(abs(v), like(v, 1.0)), small, big);
-  });
+  return unary("sinh", "chlo.sinh", x, Kinds::Float);
 }
-
 Array cosh(const Array& x) {
-  check_dtype("cosh", x, Kinds::Float);
-  return upcast_f32(x, [](const Array& v) {
-    // e^(x + log 1/2) + e^(-x + log 1/2)
-    return add(exp(add(v, like(v, -std::numbers::ln2))),
-               exp(sub(neg(v), like(v, std::numbers::ln2))));
-  });
+  return unary("cosh", "chlo.cosh", x, Kinds::Float);
 }
-
 Array asinh(const Array& x) {
-  check_dtype("asinh", x, Kinds::Float);
-  return upcast_f32(x, [](const Array& v) {
-    // sign(x) log(|x| + sqrt(x^2 + 1)), with log(2|x|) for large |x| and log1p for small.
-    const Array ax = abs(v);
-    const Array one = like(v, 1.0);
-    const double big = std::sqrt(static_cast<double>(std::numeric_limits<float>::max()));
-    const Array large = add(log(ax), like(v, std::numbers::ln2));
-    const Array a2 = mul(ax, ax);
-    const Array small = log1p(add(ax, div(a2, add(one, sqrt(add(a2, one))))));
-    const Array limit = like(v, v.dtype() == DType::F64 ? 1e150 : big);
-    return mul(sign(v), select(ge(ax, limit), large, small));
-  });
+  return unary("asinh", "chlo.asinh", x, Kinds::Float);
 }
-
 Array acosh(const Array& x) {
-  check_dtype("acosh", x, Kinds::Float);
-  return upcast_f32(x, [](const Array& v) {
-    // log(x + sqrt((x + 1)(x - 1))), with log(2x) for large x; NaN for x < 1.
-    const Array one = like(v, 1.0);
-    const Array limit = like(v, v.dtype() == DType::F64 ? 1e150 : 1e18);
-    const Array large = add(log(v), like(v, std::numbers::ln2));
-    const Array xm1 = sub(v, one);
-    const Array small = log1p(add(xm1, sqrt(mul(add(v, one), xm1))));
-    const Array r = select(ge(v, limit), large, small);
-    return select(lt(v, one), like(v, NAN), r);
-  });
+  return unary("acosh", "chlo.acosh", x, Kinds::Float);
 }
-
 Array atanh(const Array& x) {
-  check_dtype("atanh", x, Kinds::Float);
-  return upcast_f32(x, [](const Array& v) {
-    // 0.5 (log1p(x) - log1p(-x)); NaN for |x| > 1.
-    const Array r = mul(like(v, 0.5), sub(log1p(v), log1p(neg(v))));
-    return select(gt(abs(v), like(v, 1.0)), like(v, NAN), r);
-  });
+  return unary("atanh", "chlo.atanh", x, Kinds::Float);
 }
 
 // ------------------------------------------------------------------ select, clamp

@@ -62,7 +62,22 @@ const std::set<std::string> kElementwise = {"stablehlo.add",
                                             "stablehlo.bitcast_convert",
                                             "stablehlo.reduce_precision",
                                             "chlo.erf",
-                                            "chlo.erf_inv"};
+                                            "chlo.erfc",
+                                            "chlo.erf_inv",
+                                            "chlo.asin",
+                                            "chlo.acos",
+                                            "chlo.atan",
+                                            "chlo.sinh",
+                                            "chlo.cosh",
+                                            "chlo.asinh",
+                                            "chlo.acosh",
+                                            "chlo.atanh",
+                                            "chlo.lgamma",
+                                            "chlo.digamma",
+                                            "chlo.polygamma",
+                                            "chlo.zeta",
+                                            "chlo.bessel_i1e",
+                                            "chlo.next_after"};
 
 // A sharding given by each partition's tile coordinates.
 HloSharding from_coords(const std::vector<int64_t>& tiles,

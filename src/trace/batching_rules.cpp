@@ -111,7 +111,24 @@ void register_elementwise_rules(Rules& r) {
                            "stablehlo.clamp",
                            "stablehlo.convert",
                            "stablehlo.bitcast_convert",
-                           "stablehlo.reduce_precision"})
+                           "stablehlo.reduce_precision",
+                           "chlo.erf",
+                           "chlo.erfc",
+                           "chlo.erf_inv",
+                           "chlo.asin",
+                           "chlo.acos",
+                           "chlo.atan",
+                           "chlo.sinh",
+                           "chlo.cosh",
+                           "chlo.asinh",
+                           "chlo.acosh",
+                           "chlo.atanh",
+                           "chlo.lgamma",
+                           "chlo.digamma",
+                           "chlo.polygamma",
+                           "chlo.zeta",
+                           "chlo.bessel_i1e",
+                           "chlo.next_after"})
     r[name] = elementwise;
 
   // Each result keeps its operand's batch dimension.

@@ -2,9 +2,13 @@
 // jax/_src/lax/lax.py's JVP (transposed) with the public lax ops, so the cotangent ops are
 // ordinary recorded ops that can be differentiated again.
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 #include <numeric>
 
 #include "trace/vjp_rules.h"
+
+#include "cujax/special.h"
 
 namespace cujax::trace::vjp {
 
@@ -159,6 +163,56 @@ void register_elementwise_rules(Rules& r) {
   unary(r, "stablehlo.cosine", [](const Array& x, const Array&) { return neg(sin(x)); });
   unary(r, "stablehlo.tan",
         [](const Array&, const Array& y) { return add(like(y, 1.0), mul(y, y)); });
+  // chlo special functions (jax/_src/lax/special.py's JVPs); zeta and polygamma are
+  // differentiable in their second operand only, and nextafter not at all, as in JAX.
+  unary(r, "chlo.lgamma", [](const Array& x, const Array&) { return digamma(x); });
+  unary(r, "chlo.digamma", [](const Array& x, const Array&) { return polygamma(like(x, 1.0), x); });
+  const double two_over_sqrt_pi = 2 / std::sqrt(std::numbers::pi);
+  unary(r, "chlo.erf", [two_over_sqrt_pi](const Array& x, const Array&) {
+    return mul(like(x, two_over_sqrt_pi), exp(neg(mul(x, x))));
+  });
+  unary(r, "chlo.erfc", [two_over_sqrt_pi](const Array& x, const Array&) {
+    return mul(like(x, -two_over_sqrt_pi), exp(neg(mul(x, x))));
+  });
+  unary(r, "chlo.erf_inv", [](const Array&, const Array& y) {
+    return mul(like(y, std::sqrt(std::numbers::pi) / 2), exp(mul(y, y)));
+  });
+  unary(r, "chlo.asin",
+        [](const Array& x, const Array&) { return rsqrt(sub(like(x, 1.0), mul(x, x))); });
+  unary(r, "chlo.acos",
+        [](const Array& x, const Array&) { return neg(rsqrt(sub(like(x, 1.0), mul(x, x)))); });
+  unary(r, "chlo.atan", [](const Array& x, const Array&) {
+    return div(like(x, 1.0), add(like(x, 1.0), mul(x, x)));
+  });
+  unary(r, "chlo.sinh", [](const Array& x, const Array&) { return cosh(x); });
+  unary(r, "chlo.cosh", [](const Array& x, const Array&) { return sinh(x); });
+  unary(r, "chlo.asinh",
+        [](const Array& x, const Array&) { return rsqrt(add(mul(x, x), like(x, 1.0))); });
+  unary(r, "chlo.acosh", [](const Array& x, const Array&) {
+    return rsqrt(mul(sub(x, like(x, 1.0)), add(x, like(x, 1.0))));
+  });
+  unary(r, "chlo.atanh", [](const Array& x, const Array&) {
+    return div(like(x, 1.0), sub(like(x, 1.0), mul(x, x)));
+  });
+  // i1e' = i0e - i1e (sign(x) + 1/x), 1/2 at 0.
+  unary(r, "chlo.bessel_i1e", [](const Array& x, const Array& y) {
+    const Array not_tiny = gt(abs(x), like(x, 1e-30));
+    const Array safe = select(not_tiny, x, like(x, 1.0));
+    const Array d = sub(bessel_i0e(safe), mul(y, add(sign(safe), div(like(x, 1.0), safe))));
+    return select(not_tiny, d, like(x, 0.5));
+  });
+  r["chlo.polygamma"] = [](const VjpArgs& a) -> Cts {
+    const Array &m = a.operands[0], &x = a.operands[1];
+    Cts out(2);
+    if (a.needed[1]) out[1] = mul(a.cts[0], polygamma(add(m, like(m, 1.0)), x));
+    return out;
+  };
+  r["chlo.zeta"] = [](const VjpArgs& a) -> Cts {
+    const Array &x = a.operands[0], &q = a.operands[1];
+    Cts out(2);
+    if (a.needed[1]) out[1] = mul(a.cts[0], neg(mul(x, zeta(add(x, like(x, 1.0)), q))));
+    return out;
+  };
   r["stablehlo.sqrt"] = [](const VjpArgs& a) -> Cts {
     const Array& y = a.results[0];
     return {div(a.cts[0], mul(like(y, 2.0), y))};

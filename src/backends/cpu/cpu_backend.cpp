@@ -4,6 +4,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
+#include "compiler/chlo_decompose.h"
 #include "cujax/runtime/spmd.h"
 #include "profiler/hooks.h"
 
@@ -64,9 +65,13 @@ std::vector<runtime::DeviceDescription> CpuBackend::devices() const {
   return out;
 }
 
-std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& module,
+std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& original,
                                                          std::string_view entry, int device,
                                                          const runtime::CompileOptions&) const {
+  // Kernels copy what they need from their ops, so the lowered module may go after compiling.
+  const std::unique_ptr<ir::Module> lowered =
+      compiler::has_chlo(original) ? compiler::decompose_chlo(original) : nullptr;
+  const ir::Module& module = lowered ? *lowered : original;
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("module has no function @" + std::string(entry));
   const std::string name = module.name.empty() ? std::string(entry) : module.name;

@@ -22,6 +22,7 @@
 #include "backends/cuda/op_kernels.h"
 #include "backends/cuda/program.h"
 #include "backends/cuda/spmd.h"
+#include "compiler/chlo_decompose.h"
 #include "compiler/fusion.h"
 
 namespace cujax::cuda {
@@ -493,6 +494,11 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
                                                const std::shared_ptr<Device>& dev,
                                                const SpmdContext* spmd,
                                                const runtime::CompileOptions& options) {
+  // chlo ops become StableHLO first; the program keeps nothing of the lowered module.
+  if (compiler::has_chlo(module)) {
+    const std::unique_ptr<ir::Module> lowered = compiler::decompose_chlo(module);
+    return compile_program(*lowered, *lowered->lookup(fn.name), dev, spmd, options);
+  }
   if (fn.body.blocks.size() != 1)
     throw UnsupportedError("@" + fn.name + ": functions with several blocks are not supported");
   return compile_steps(module, fn.body.front(), {}, dev, spmd, options);

@@ -1,0 +1,21 @@
+// The chlo dialect lowered to StableHLO, once for every backend: JAX emits chlo ops (chlo.erf,
+// chlo.lgamma, chlo.top_k, ...) for functions that StableHLO has no op for, and the backends
+// run only StableHLO. Each op becomes the element-wise expansion that XLA's chlo legalization
+// uses (f16 and bf16 are computed in f32 and rounded once), so results agree with XLA's to the
+// few ULP that the conformance checks allow.
+#pragma once
+
+#include <memory>
+
+#include "cujax/ir/ir.h"
+
+namespace cujax::compiler {
+
+// Whether any function of `module` (nested regions included) holds a chlo op.
+bool has_chlo(const ir::Module& module);
+
+// A copy of `module` with every chlo op replaced by StableHLO ops. Throws UnsupportedError
+// naming the op (and its location) for a chlo op or element type that has no decomposition.
+std::unique_ptr<ir::Module> decompose_chlo(const ir::Module& module);
+
+}  // namespace cujax::compiler
