@@ -436,6 +436,9 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
   program->text = ir::print_module(*module);
   program->cost = cost_analysis(*module);
   program->memory = memory_analysis(*module);
+  program->memory_profile =
+      std::make_shared<const profiler::MemoryProfile>(memory_profile(*module, platform));
+  profiler::detail::memory_profile(program->memory_profile);
   if (!program->spmd) program->executable = runtime::get_backend(platform).compile(*module, "main");
   // Start the queue dispatch() runs programs on: creating its thread can take milliseconds on a
   // loaded machine, and an ahead-of-time compiled program's first call should only dispatch.
