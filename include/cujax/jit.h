@@ -92,6 +92,7 @@ struct LeafInfo {
   std::string path;  // "arg0", "arg1[2]", "arg2.w"
   ShapeDtype aval;
   std::shared_ptr<const Sharding> sharding;  // of a sharded argument (or its in_shardings)
+  std::shared_ptr<const Sharding> placed;    // the array's own, replicated too (while tracing)
 };
 
 // What a call looks like to the cache.
