@@ -188,11 +188,13 @@ void trace_findings(const std::vector<Ev>& events,
   }
   if (example) {
     char evidence[256];
-    std::snprintf(evidence, sizeof evidence,
-                  "timing \"%s\" measured %.3f ms after dispatching %lld program(s) and stopped "
-                  "without waiting for them; the device was busy %.3f ms for that work",
-                  example->name.c_str(), example->dur / 1e3,
-                  static_cast<long long>(example->int_arg("dispatches")), after_us / 1e3);
+    std::snprintf(
+        evidence, sizeof evidence,
+        "timing \"%s\" measured %.3f ms after dispatching %lld program(s) and stopped "
+        "without waiting for them; the devices were busy %.3f ms from its start to the next "
+        "timing",
+        example->name.c_str(), example->dur / 1e3,
+        static_cast<long long>(example->int_arg("dispatches")), after_us / 1e3);
     report.findings.push_back(
         {"timing-without-wait",
          std::to_string(unwaited) + " of " + std::to_string(timings.size()) +
