@@ -450,6 +450,116 @@ TEST(ProfilerDoctor, GpuNotUsedWhenOneIsThere) {
   EXPECT_FALSE(run_traced(clean, &none).has("gpu-not-used"));
 }
 
+// The memory profile of a program compiled inside a trace: its peak is the plan's
+// (Compiled::memory_analysis), the buffers live at the peak sum to it, and
+// device_memory_profile / memory_profile.json list it.
+TEST(ProfilerMemory, PeakIsThePlansAndLiveBuffersSumToIt) {
+  JitOptions options;
+  options.name = "many";
+  options.platform = "cpu";
+  // 40 outputs, all live at the end: more entries than a profile keeps, so a "rest" entry.
+  auto many = jit(
+      [](const Array& x, const Array& w) {
+        std::vector<Array> outs;
+        const Array h = jnp::tanh(jnp::matmul(x, w));
+        for (int k = 1; k <= 40; ++k) outs.push_back(h * static_cast<float>(k));
+        return outs;
+      },
+      options);
+  const Array x = features(8, 1), w = features(16, 0.1f);
+  const auto compiled = many.lower(x, w).compile();
+  const int64_t plan_peak = compiled.memory_analysis().peak_memory_in_bytes;
+  // Independently: the two arguments and the 40 f32[8,16] outputs are live at the end.
+  EXPECT_GE(plan_peak, (8 * 16 + 16 * 16 + 40 * 8 * 16) * 4);
+  TempDir dir;
+  profiler::start_trace(dir.path.string());
+  const auto outs = many(x, w);
+  outs.back().block_until_ready();
+  const std::string file = profiler::stop_trace();
+  const profiler::Report r = profiler::diagnose_trace(file);
+  ASSERT_EQ(r.memory.size(), 1u) << r.str();
+  const profiler::MemoryProfile& m = r.memory.front();
+  EXPECT_EQ(m.program, "jit_many");
+  EXPECT_EQ(m.peak_bytes, plan_peak);
+  EXPECT_EQ(m.argument_bytes, compiled.memory_analysis().argument_size_in_bytes);
+  int64_t sum = 0;
+  bool rest = false, output_from_multiply = false;
+  for (const profiler::LiveBuffer& b : m.live_at_peak) {
+    sum += b.bytes;
+    rest = rest || b.kind == "rest";
+    output_from_multiply = output_from_multiply || (b.kind == "output" && b.type == "f32[8,16]" &&
+                                                    b.op.find("multiply") != std::string::npos);
+  }
+  EXPECT_EQ(sum, m.peak_bytes);
+  EXPECT_TRUE(rest);
+  EXPECT_TRUE(output_from_multiply) << r.str();
+  EXPECT_LE(m.live_at_peak.size(), profiler::MemoryProfile::kMaxLiveBuffers);
+  EXPECT_NE(r.str().find("memory: "), std::string::npos);
+  // The file beside the trace, and device_memory_profile while the program lives.
+  const json::Value profile =
+      read_json((fs::path(file).parent_path() / "memory_profile.json").string());
+  EXPECT_EQ(profile.at("format").as_string(), "cujax.device_memory_profile.v1");
+  bool listed = false;
+  for (const json::Value& p : profile.at("programs").as_array())
+    listed = listed || (p.at("program").as_string() == "jit_many" &&
+                        p.at("peak_bytes").as_int() == plan_peak);
+  EXPECT_TRUE(listed);
+  EXPECT_NE(profiler::device_memory_profile().find("\"jit_many\""), std::string::npos);
+}
+
+// Op spans carry cost_analysis's FLOPs, and the report's roofline lines use them.
+TEST(ProfilerRoofline, OpSpansCarryFlopsAndTheReportRatesThem) {
+  JitOptions options;
+  options.name = "mm";
+  options.platform = "cpu";
+  auto mm = jit([](const Array& a, const Array& b) { return jnp::matmul(a, b); }, options);
+  const Array a = jnp::ones({64, 128}), b = jnp::ones({128, 32});
+  mm(a, b).block_until_ready();
+  TempDir dir;
+  profiler::start_trace(dir.path.string());
+  for (int i = 0; i < 3; ++i) mm(a, b).block_until_ready();
+  const std::string file = profiler::stop_trace();
+  const json::Value trace = read_json(file);
+  const json::Value* peaks = trace.at("otherData").get("device_peaks");
+  ASSERT_TRUE(peaks && peaks->get("cpu"));
+  EXPECT_GT(peaks->at("cpu").at("flops_per_s").as_double(), 0);
+  EXPECT_GT(peaks->at("cpu").at("bytes_per_s").as_double(), 0);
+  const profiler::Report r = profiler::diagnose(trace);
+  const auto dot = std::find_if(r.top_ops.begin(), r.top_ops.end(),
+                                [](const auto& o) { return o.name == "stablehlo.dot_general"; });
+  ASSERT_NE(dot, r.top_ops.end()) << r.str();
+  EXPECT_EQ(dot->count, 3);
+  EXPECT_DOUBLE_EQ(dot->flops, 3 * 2.0 * 64 * 32 * 128);
+  EXPECT_DOUBLE_EQ(dot->bytes, 3 * 4.0 * (64 * 128 + 128 * 32 + 64 * 32));
+  EXPECT_NE(r.str().find("GFLOP/s"), std::string::npos) << r.str();
+}
+
+// profiler::Timer records whether the work it timed was waited for.
+TEST(ProfilerTimer, ReportsTimingsThatDidNotWait) {
+  JitOptions options;
+  options.name = "f";
+  options.platform = "cpu";
+  auto f = jit([](const Array& x) { return jnp::tanh(jnp::matmul(x, x)); }, options);
+  const Array x = jnp::ones({64, 64}) * 0.01f;
+  f(x).block_until_ready();
+  for (bool wait : {false, true}) {
+    TempDir dir;
+    profiler::start_trace(dir.path.string());
+    for (int i = 0; i < 3; ++i) {
+      profiler::Timer t("f");
+      const Array y = f(x);
+      EXPECT_GE(wait ? t.stop(y) : t.stop(), 0);
+      y.block_until_ready();
+    }
+    const profiler::Report r = profiler::diagnose_trace(profiler::stop_trace());
+    EXPECT_EQ(r.has("timing-without-wait"), !wait) << r.str();
+    if (!wait) {
+      EXPECT_NE(finding(r, "timing-without-wait").evidence.find("dispatching 1 program"),
+                std::string::npos);
+    }
+  }
+}
+
 TEST(ProfilerDoctor, TraceFileErrors) {
   TempDir dir;
   EXPECT_THROW(profiler::diagnose_trace(dir.path.string()), Error);

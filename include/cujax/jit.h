@@ -37,6 +37,10 @@
 
 namespace cujax {
 
+namespace profiler {
+struct MemoryProfile;
+}
+
 struct JitOptions {
   std::string name = "fn";                   // shown in logs and as the module name (jit_<name>)
   std::vector<int> static_argnums;           // Array arguments whose values key the cache
@@ -88,6 +92,7 @@ struct LeafInfo {
   std::string path;  // "arg0", "arg1[2]", "arg2.w"
   ShapeDtype aval;
   std::shared_ptr<const Sharding> sharding;  // of a sharded argument (or its in_shardings)
+  std::shared_ptr<const Sharding> placed;    // the array's own, replicated too (while tracing)
 };
 
 // What a call looks like to the cache.
@@ -121,6 +126,9 @@ struct CompiledProgram {
   std::string platform;
   CostAnalysis cost;
   MemoryAnalysis memory;
+  // The plan's buffers live at the peak (profiler::device_memory_profile lists it while the
+  // program lives).
+  std::shared_ptr<const profiler::MemoryProfile> memory_profile;
   double trace_seconds = 0;
   double compile_seconds = 0;
   // Sharded programs (the module had mhlo.num_partitions): the partitioned executable, the

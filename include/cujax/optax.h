@@ -11,7 +11,8 @@
 //
 //   auto tx = optax::adamw(optax::warmup_cosine_decay_schedule(0, 3e-4, 100, 5000), 0.9, 0.95);
 //   State opt_state = tx.init(params);
-//   auto step = jit([tx](const State& params, const State& opt_state, const Array& x, const Array& y) {
+//   auto step = jit([tx](const State& params, const State& opt_state, const Array& x, const Array&
+//   y) {
 //     auto [loss, grads] = value_and_grad(loss_fn)(params, x, y);
 //     auto [updates, new_state] = tx.update(grads, opt_state, params);
 //     return std::tuple{optax::apply_updates(params, updates), new_state, loss};

@@ -118,6 +118,62 @@ inline Span stage_span(std::string_view stage, std::string_view function) {
   return active() ? detail::stage_span(stage, function) : Span();
 }
 
+// One buffer live at a program's memory peak: what holds it and the op that produced it.
+struct LiveBuffer {
+  int64_t bytes = 0;
+  std::string type;    // "f32[8,16]"; for the remainder entry, "N smaller buffers"
+  std::string kind;    // "argument", "output", "temporary" or "rest"
+  std::string op;      // "stablehlo.dot_general (op 12 of @main)", "argument 0"
+  std::string source;  // the op's source location, when the IR has one
+};
+
+// The buffer plan of one compiled program (its memory_analysis) and the buffers live at its
+// peak, largest first: at most kMaxLiveBuffers entries, the rest summed into one "rest" entry,
+// so the entries always sum to peak_bytes.
+struct MemoryProfile {
+  static constexpr size_t kMaxLiveBuffers = 32;
+  std::string program;   // "jit_f"
+  std::string platform;  // "cpu"
+  int64_t peak_bytes = 0;
+  int64_t argument_bytes = 0, output_bytes = 0, alias_bytes = 0, temp_bytes = 0;
+  std::string peak_op;  // the op whose results reached the peak ("" when the arguments did)
+  std::vector<LiveBuffer> live_at_peak;
+  json::Value to_json() const;
+};
+
+// jax.profiler.device_memory_profile: the memory profiles of the compiled programs alive now, as
+// a JSON document (pprof needs protobuf code generation; this format is documented in
+// docs/profiling.md): {"format": "cujax.device_memory_profile.v1", "programs": [MemoryProfile
+// as to_json writes it, ...]}. stop_trace writes it beside the trace as memory_profile.json.
+std::string device_memory_profile();
+
+// A stopwatch for the caller's own timings that knows about asynchronous dispatch: while a
+// trace is active it records a "timing" span with whether the work dispatched inside it was
+// waited for, so `cujax doctor` reports timings that measured only the enqueue.
+//
+//   profiler::Timer t("step");
+//   Array loss = step(x);
+//   double seconds = t.stop(loss);  // waits for loss first (block_until_ready)
+class Timer {
+ public:
+  explicit Timer(std::string_view name);
+  // Stops and returns the seconds since construction, without waiting: right only when the
+  // timed code waited for its results itself.
+  double stop();
+  // Waits for `results` (anything with block_until_ready()), then stops.
+  template <class... Results>
+  double stop(const Results&... results) {
+    (results.block_until_ready(), ...);
+    return stop();
+  }
+
+ private:
+  std::string name_;
+  int64_t start_ns_ = 0;
+  int64_t dispatches_ = 0;  // this thread's dispatch count at the start, while tracing
+  Span span_;
+};
+
 // Events recorded since the process started, in every trace (those a trace drops past its
 // limit of events excluded).
 int64_t events_recorded();

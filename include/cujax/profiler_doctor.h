@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cujax/core/json.h"
+#include "cujax/profiler.h"
 
 namespace cujax::profiler {
 
@@ -39,10 +40,13 @@ struct OpSummary {
   std::string source;  // "name @ file:line:col" when the IR had one
   int64_t count = 0;
   double total_us = 0;
+  double flops = 0;  // cost_analysis's FLOPs (transcendentals included) over all its runs
+  double bytes = 0;  // and bytes read and written; 0 when the backend did not say
 };
 
 // One pitfall: `id` is one of "gpu-not-used", "first-step-compilation", "recompilation",
-// "incomplete-final-batch", "host-sync-every-step".
+// "incomplete-final-batch", "host-sync-every-step", "timing-without-wait", "attention-logits",
+// "unsharded-on-mesh", "collectives-share".
 struct Finding {
   std::string id;
   std::string summary;
@@ -54,11 +58,23 @@ struct Report {
   std::vector<StepSummary> steps;
   std::vector<OpSummary> top_ops;  // the most expensive first, at most 10
   std::vector<Finding> findings;
+  std::vector<MemoryProfile> memory;  // each program compiled during the trace, by name
+  // The roofline's ceilings for the devices that ran the ops (the trace's device_peaks).
+  double peak_flops_per_s = 0, peak_bytes_per_s = 0;
+  std::string peak_how;
   double device_us = 0;              // all device time in the trace
   std::vector<std::string> devices;  // the devices that ran programs ("cpu:0")
   // The printed report: a table of steps, the top ops and the findings.
   std::string str() const;
   bool has(const std::string& id) const;
+  const Finding* find(const std::string& id) const;
+};
+
+// The doctor's thresholds.
+struct DoctorOptions {
+  int64_t attention_logits_bytes = int64_t{4} << 20;  // materialized logits worth reporting
+  // Of the device time of the steps after the first: all devices inside collectives at once.
+  double collectives_share = 0.25;
 };
 
 // What the machine offers beyond the cpu (`cujax doctor`'s verdict on cuda), for the
@@ -72,7 +88,8 @@ struct GpuStatus {
 
 // Diagnoses a parsed trace-event JSON document as profiler::stop_trace writes it; with `gpu`,
 // also whether programs ran on the cpu although a GPU is (or was meant to be) there.
-Report diagnose(const json::Value& trace, const GpuStatus* gpu = nullptr);
+Report diagnose(const json::Value& trace, const GpuStatus* gpu = nullptr,
+                const DoctorOptions& options = {});
 // `path`: a perfetto_trace.json file, or a log directory (its latest run under
 // plugins/profile/). Throws Error naming the path when it holds no trace.
 Report diagnose_trace(const std::string& path, const GpuStatus* gpu = nullptr);

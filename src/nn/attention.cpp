@@ -15,6 +15,7 @@
 #include "cujax/lax.h"
 #include "cujax/nn.h"
 #include "cujax/numpy.h"
+#include "cujax/profiler.h"
 #include "cujax/trace/trace.h"
 #include "runtime/fused_attention.h"
 
@@ -104,6 +105,30 @@ Array cudnn_attention(const Array& q, const Array& k, const Array& v,
   if (bias) in.push_back(*bias);
   if (q_lens) in.insert(in.end(), {*q_lens, *kv_lens});
   return trace::bind(spec, in)[0];
+}
+
+// The materialized logits as a trace event, with whether cuDNN's fused attention (which never
+// materializes them) would apply, for the doctor's "attention-logits" finding.
+void note_logits(const Shape& shape, DType logits_dtype, DType dtype, int64_t head_dim) {
+  std::string fused;
+  if (dtype != DType::F16 && dtype != DType::BF16)
+    fused = std::string("no: the inputs are ") + std::string(mlir_name(dtype)) +
+            " (cuDNN needs float16 or bfloat16)";
+  else if (head_dim % 8 != 0 || head_dim > 256)
+    fused = "no: head dim " + std::to_string(head_dim) + " (cuDNN needs a multiple of 8, <= 128)";
+  else if (default_backend() != "cuda")
+    fused = "no: the " + default_backend() +
+            " platform (cuDNN needs a CUDA device of compute capability >= 8.0)";
+  else
+    fused = "yes: implementation='cudnn' on a device of compute capability >= 8.0";
+  const int64_t bytes = num_elements(shape) * static_cast<int64_t>(size_of(logits_dtype));
+  profiler::instant(
+      "attention", "attention logits",
+      json::Value::object({{"type", std::string(mlir_name(logits_dtype)) + shape_to_string(shape)},
+                           {"bytes", bytes},
+                           {"dtype", std::string(mlir_name(dtype))},
+                           {"head_dim", head_dim},
+                           {"fused_applies", fused}}));
 }
 
 }  // namespace
@@ -256,6 +281,7 @@ Array dot_product_attention(const Array& query, const Array& key, const Array& v
   qk.lhs_batch_dimensions = {0, 1};
   qk.rhs_batch_dimensions = {0, 2};
   Array logits = lax::reshape(lax::dot_general(qg, k, qk, logits_dtype), logits_shape);
+  if (profiler::active()) note_logits(logits_shape, logits_dtype, q.dtype(), H);
   logits = lax::mul(logits, lax::full(logits_shape, s, logits_dtype));
   if (bias) logits = jnp::astype(jnp::add(logits, *bias), logits_dtype);
 

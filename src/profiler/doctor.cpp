@@ -36,6 +36,10 @@ struct Ev {
     const json::Value* v = args && args->is_object() ? args->get(key) : nullptr;
     return v && v->is_number() ? v->as_int() : 0;
   }
+  double num_arg(const char* key) const {
+    const json::Value* v = args && args->is_object() ? args->get(key) : nullptr;
+    return v && v->is_number() ? v->as_double() : 0;
+  }
 };
 
 constexpr double kEps = 1e-3;  // a nanosecond, the trace's resolution
@@ -119,6 +123,217 @@ bool smaller_leading_dimension(const std::string& reason) {
   return any;
 }
 
+std::string mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1 << 20));
+  return buf;
+}
+
+MemoryProfile memory_profile_from_json(const json::Value& v) {
+  MemoryProfile m;
+  auto str = [&](const json::Value& o, const char* k) {
+    const json::Value* x = o.get(k);
+    return x && x->is_string() ? x->as_string() : std::string();
+  };
+  auto num = [&](const json::Value& o, const char* k) {
+    const json::Value* x = o.get(k);
+    return x && x->is_number() ? x->as_int() : int64_t{0};
+  };
+  m.program = str(v, "program");
+  m.platform = str(v, "platform");
+  m.peak_bytes = num(v, "peak_bytes");
+  m.argument_bytes = num(v, "argument_bytes");
+  m.output_bytes = num(v, "output_bytes");
+  m.alias_bytes = num(v, "alias_bytes");
+  m.temp_bytes = num(v, "temp_bytes");
+  m.peak_op = str(v, "peak_op");
+  if (const json::Value* live = v.get("live_at_peak"); live && live->is_array())
+    for (const json::Value& b : live->as_array())
+      m.live_at_peak.push_back(
+          {num(b, "bytes"), str(b, "type"), str(b, "kind"), str(b, "op"), str(b, "source")});
+  return m;
+}
+
+bool is_collective(const std::string& name) {
+  static const std::set<std::string> kOps = {
+      "stablehlo.all_reduce", "stablehlo.all_gather",         "stablehlo.reduce_scatter",
+      "stablehlo.all_to_all", "stablehlo.collective_permute", "stablehlo.collective_broadcast"};
+  return kOps.count(name) > 0;
+}
+
+// Findings that need no steps: timings that did not wait, materialized attention logits and
+// arrays left unsharded on a mesh.
+void trace_findings(const std::vector<Ev>& events,
+                    const std::vector<std::pair<double, double>>& device,
+                    const DoctorOptions& options, Report& report) {
+  // Timer spans that stopped with work still in flight.
+  std::vector<const Ev*> timings;
+  for (const Ev& e : events)
+    if (e.ph == 'X' && e.cat == "timing") timings.push_back(&e);
+  std::sort(timings.begin(), timings.end(), [](const Ev* a, const Ev* b) { return a->ts < b->ts; });
+  int64_t unwaited = 0;
+  const Ev* example = nullptr;
+  double after_us = 0;
+  for (size_t i = 0; i < timings.size(); ++i) {
+    const Ev& t = *timings[i];
+    const json::Value* waited = t.args && t.args->is_object() ? t.args->get("waited") : nullptr;
+    if (!waited || waited->as_bool()) continue;
+    ++unwaited;
+    if (!example) {
+      example = &t;
+      // The device's busy time from the timing's start to the next timing (or a second on).
+      const double until = i + 1 < timings.size() ? timings[i + 1]->ts : t.end() + 1e6;
+      after_us = covered(device, t.ts, until);
+    }
+  }
+  if (example) {
+    char evidence[256];
+    std::snprintf(
+        evidence, sizeof evidence,
+        "timing \"%s\" measured %.3f ms after dispatching %lld program(s) and stopped "
+        "without waiting for them; the devices were busy %.3f ms from its start to the next "
+        "timing",
+        example->name.c_str(), example->dur / 1e3,
+        static_cast<long long>(example->int_arg("dispatches")), after_us / 1e3);
+    report.findings.push_back(
+        {"timing-without-wait",
+         std::to_string(unwaited) + " of " + std::to_string(timings.size()) +
+             " timing(s) stopped before the work they timed was done (only the dispatch was "
+             "measured)",
+         evidence,
+         "stop the timer with the results, Timer::stop(result) (block_until_ready first), or "
+         "call block_until_ready() on the result before reading the clock"});
+  }
+
+  // Attention that materialized its (B, N, T, S) logits.
+  const Ev* largest = nullptr;
+  int64_t large = 0;
+  for (const Ev& e : events)
+    if (e.ph == 'i' && e.cat == "attention" &&
+        e.int_arg("bytes") >= options.attention_logits_bytes) {
+      ++large;
+      if (!largest || e.int_arg("bytes") > largest->int_arg("bytes")) largest = &e;
+    }
+  if (largest) {
+    const std::string fused = largest->arg("fused_applies");
+    report.findings.push_back(
+        {"attention-logits",
+         "attention materialized its logits " + std::to_string(large) + " time(s) above " +
+             mib(static_cast<double>(options.attention_logits_bytes)) +
+             "; their memory grows with T * S",
+         largest->arg("type") + " logits (" + mib(static_cast<double>(largest->int_arg("bytes"))) +
+             "), head dim " + std::to_string(largest->int_arg("head_dim")) + ", inputs " +
+             largest->arg("dtype") + "; fused attention would apply: " + fused,
+         fused.rfind("yes", 0) == 0
+             ? "pass implementation=\"cudnn\" to dot_product_attention (the fused kernel never "
+               "materializes the logits)"
+             : "on a GPU of compute capability >= 8.0, use bfloat16 inputs with a head dim that "
+               "is a multiple of 8 and implementation=\"cudnn\"; otherwise shorten the sequence "
+               "or chunk the queries"});
+  }
+
+  // Sharded programs whose inputs were all replicated, or whose largest input was replicated
+  // while an input of the same leading dimension was split (a batch left whole).
+  for (const Ev& e : events) {
+    if (e.ph != 'i' || e.cat != "sharding" || !e.args) continue;
+    const int64_t n = e.int_arg("devices");
+    const json::Value* inputs = e.args->get("inputs");
+    if (n < 2 || !inputs || !inputs->is_array() || inputs->as_array().empty()) continue;
+    const auto& list = inputs->as_array();
+    bool all_replicated = true;
+    const json::Value* biggest = nullptr;
+    for (const json::Value& in : list) {
+      all_replicated = all_replicated && in.at("replicated").as_bool();
+      if (!biggest || in.at("bytes").as_int() > biggest->at("bytes").as_int()) biggest = &in;
+    }
+    std::string evidence;
+    if (all_replicated) {
+      const int64_t ran_on = e.int_arg("ran_on");
+      evidence = e.arg("program") + " got every input replicated on a mesh of " +
+                 std::to_string(n) + " devices (" + biggest->at("name").as_string() + ": " +
+                 biggest->at("type").as_string() + ", " + biggest->at("sharding").as_string() +
+                 "), so it ran on " + std::to_string(ran_on) + " device(s)" +
+                 (ran_on > 1 ? ", each computing the whole step" : "");
+    } else if (biggest->at("replicated").as_bool()) {
+      for (const json::Value& in : list)
+        if (!in.at("replicated").as_bool() && in.at("split_leading").as_bool() &&
+            in.at("leading").as_int() == biggest->at("leading").as_int()) {
+          evidence = e.arg("program") + ": " + biggest->at("name").as_string() + " (" +
+                     biggest->at("type").as_string() + ") is replicated on " + std::to_string(n) +
+                     " devices while " + in.at("name").as_string() + " (" +
+                     in.at("type").as_string() + ", " + in.at("sharding").as_string() +
+                     ") is split along the same leading dimension";
+          break;
+        }
+    }
+    if (evidence.empty()) continue;
+    report.findings.push_back(
+        {"unsharded-on-mesh", "an array that should be split across the mesh was left whole",
+         evidence,
+         "device_put the batch with NamedSharding(mesh, P(\"data\")) (or pass in_shardings to "
+         "jit) so that each device gets its rows; keep only the parameters replicated"});
+    break;
+  }
+}
+
+// Collectives' share of the device time of the steps after the first. A device inside a
+// collective is mostly waiting for the others to arrive (virtual cpu devices start their
+// programs whenever their threads get a core); the communication itself is the time every
+// participating device is inside one at once, which is what is compared with the time the
+// programs holding collectives ran.
+void collectives_finding(const std::vector<Ev>& events, const std::vector<const Ev*>& steps,
+                         const DoctorOptions& options, Report& report) {
+  if (steps.size() < 2) return;
+  const double from = steps[1]->ts, to = steps.back()->end();
+  std::vector<std::pair<double, int>> edges;  // (time, +1 entering / -1 leaving)
+  std::set<std::string> devices, programs;
+  std::map<std::string, int64_t> counts;
+  const Ev* execute = nullptr;  // events are per thread by start: the latest execute span
+  for (const Ev& e : events) {
+    if (e.ph != 'X' || e.ts < from || e.end() > to + kEps) continue;
+    if (e.cat == "device") execute = &e;
+    if (e.cat != "op" || !is_collective(e.name)) continue;
+    if (!execute || execute->tid != e.tid || execute->end() + kEps < e.end()) continue;
+    edges.emplace_back(e.ts, 1);
+    edges.emplace_back(e.end(), -1);
+    devices.insert(execute->arg("device"));
+    programs.insert(execute->name);
+    ++counts[e.name];
+  }
+  if (edges.empty()) return;
+  std::sort(edges.begin(), edges.end());
+  const int all = static_cast<int>(devices.size());
+  double coll_us = 0, since = 0;
+  int depth = 0;
+  for (const auto& [t, d] : edges) {
+    if (depth == all && d < 0) coll_us += t - since;
+    depth += d;
+    if (depth == all) since = t;
+  }
+  std::vector<std::pair<double, double>> running;
+  for (const Ev& e : events)
+    if (e.ph == 'X' && e.cat == "device" && e.ts >= from && e.end() <= to + kEps &&
+        programs.count(e.name))
+      running.emplace_back(e.ts, e.end());
+  const double device_us = covered(running, from, to);
+  if (device_us <= 0 || coll_us < options.collectives_share * device_us) return;
+  std::string ops;
+  for (const auto& [name, c] : counts)
+    ops += (ops.empty() ? "" : ", ") + name + " x " + std::to_string(c);
+  char summary[192];
+  std::snprintf(summary, sizeof summary,
+                "collectives took %.0f%% of the device time of the steps after the first "
+                "(threshold %.0f%%)",
+                100 * coll_us / device_us, 100 * options.collectives_share);
+  report.findings.push_back(
+      {"collectives-share", summary,
+       ms(coll_us) + " with all " + std::to_string(all) + " devices inside collectives, of " +
+           ms(device_us) + " running the programs that hold them (" + ops + ")",
+       "communicate less often or less: larger per-device batches (more compute per all-reduce), "
+       "gradient accumulation before the all-reduce, or a mesh axis that keeps the large "
+       "contractions local"});
+}
+
 struct Miss {
   int64_t step_num;
   std::string function, reason;
@@ -126,12 +341,18 @@ struct Miss {
 
 }  // namespace
 
+const Finding* Report::find(const std::string& id) const {
+  for (const Finding& f : findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
 bool Report::has(const std::string& id) const {
   return std::any_of(findings.begin(), findings.end(),
                      [&](const Finding& f) { return f.id == id; });
 }
 
-Report diagnose(const json::Value& trace, const GpuStatus* gpu) {
+Report diagnose(const json::Value& trace, const GpuStatus* gpu, const DoctorOptions& options) {
   std::vector<Ev> events = read_events(trace);
   compute_self_times(events);
   Report report;
@@ -169,11 +390,38 @@ Report diagnose(const json::Value& trace, const GpuStatus* gpu) {
     o.source = e.arg("source");
     ++o.count;
     o.total_us += e.self;
+    o.flops += e.num_arg("flops");
+    o.bytes += e.num_arg("bytes");
   }
   for (auto& [key, o] : ops) report.top_ops.push_back(o);
   std::sort(report.top_ops.begin(), report.top_ops.end(),
             [](const OpSummary& a, const OpSummary& b) { return a.total_us > b.total_us; });
   if (report.top_ops.size() > 10) report.top_ops.resize(10);
+
+  // Memory profiles of the programs compiled during the trace (the last of each name).
+  for (const Ev& e : events) {
+    if (e.ph != 'i' || e.cat != "memory" || !e.args) continue;
+    MemoryProfile m = memory_profile_from_json(*e.args);
+    auto same = std::find_if(report.memory.begin(), report.memory.end(),
+                             [&](const MemoryProfile& o) { return o.program == m.program; });
+    if (same != report.memory.end())
+      *same = std::move(m);
+    else
+      report.memory.push_back(std::move(m));
+  }
+  // The roofline's ceilings: those of the platform that ran the programs.
+  if (const json::Value* other = trace.get("otherData"); other && other->is_object())
+    if (const json::Value* peaks = other->get("device_peaks"); peaks && peaks->is_object()) {
+      const std::string platform =
+          report.devices.empty()
+              ? "cpu"
+              : report.devices.front().substr(0, report.devices.front().find(':'));
+      if (const json::Value* p = peaks->get(platform); p && p->is_object()) {
+        report.peak_flops_per_s = p->at("flops_per_s").as_double();
+        report.peak_bytes_per_s = p->at("bytes_per_s").as_double();
+        report.peak_how = p->at("how").as_string();
+      }
+    }
 
   // Steps, in time order, each with the events of its thread inside it.
   std::vector<const Ev*> steps;
@@ -232,6 +480,7 @@ Report diagnose(const json::Value& trace, const GpuStatus* gpu) {
     }
     report.steps.push_back(s);
   }
+  trace_findings(events, device, options, report);
   if (report.steps.empty()) return report;
 
   // The first step compiles: expected once, but it must not be timed with the others. It
@@ -329,6 +578,7 @@ Report diagnose(const json::Value& trace, const GpuStatus* gpu) {
          "steps or at the end; item() and float(loss) in the loop stop the host from running "
          "ahead of the device"});
   }
+  collectives_finding(events, steps, options, report);
   return report;
 }
 
@@ -358,11 +608,58 @@ std::string Report::str() const {
     }
   }
   if (!top_ops.empty()) {
-    out << "top ops by time (" << ms(device_us) << " of device time in the trace):\n";
+    out << "top ops by time (" << ms(device_us) << " of device time in the trace)";
+    if (peak_flops_per_s > 0)
+      std::snprintf(line, sizeof line,
+                    "; achieved rates against the peak of %.1f GFLOP/s and %.1f GB/s (%s)",
+                    peak_flops_per_s / 1e9, peak_bytes_per_s / 1e9, peak_how.c_str());
+    out << (peak_flops_per_s > 0 ? line : "") << ":\n";
     for (const OpSummary& o : top_ops) {
       std::snprintf(line, sizeof line, "  %10.3f ms %7lld x  %s", o.total_us / 1e3,
                     static_cast<long long>(o.count), o.name.c_str());
-      out << line << (o.source.empty() ? "" : "  (" + o.source + ")") << "\n";
+      out << line << (o.source.empty() ? "" : "  (" + o.source + ")");
+      if (o.total_us > 0 && (o.flops > 0 || o.bytes > 0)) {
+        // The roofline: the op's arithmetic intensity against the ridge point says which
+        // ceiling bounds it.
+        const double fs = o.flops / (o.total_us * 1e-6), bs = o.bytes / (o.total_us * 1e-6);
+        std::snprintf(line, sizeof line, "  %.2f GFLOP/s", fs / 1e9);
+        out << line;
+        if (peak_flops_per_s > 0) {
+          std::snprintf(line, sizeof line, " (%.1f%%)", 100 * fs / peak_flops_per_s);
+          out << line;
+        }
+        std::snprintf(line, sizeof line, ", %.2f GB/s", bs / 1e9);
+        out << line;
+        if (peak_bytes_per_s > 0) {
+          std::snprintf(line, sizeof line, " (%.1f%%)", 100 * bs / peak_bytes_per_s);
+          out << line;
+        }
+        if (peak_flops_per_s > 0 && peak_bytes_per_s > 0 && o.bytes > 0) {
+          const double intensity = o.flops / o.bytes, ridge = peak_flops_per_s / peak_bytes_per_s;
+          std::snprintf(line, sizeof line, ", %.2f FLOP/B: %s-bound", intensity,
+                        intensity < ridge ? "memory" : "compute");
+          out << line;
+        }
+      }
+      out << "\n";
+    }
+  }
+  if (!memory.empty()) {
+    out << "memory: the buffer plan of each program compiled in the trace\n";
+    for (const MemoryProfile& m : memory) {
+      out << "  " << m.program << " (" << m.platform << "): peak " << mib(m.peak_bytes)
+          << " (arguments " << mib(m.argument_bytes) << ", outputs " << mib(m.output_bytes)
+          << ", temporaries " << mib(m.temp_bytes) << ", aliased " << mib(m.alias_bytes) << ")"
+          << (m.peak_op.empty() ? "" : " after " + m.peak_op) << "\n";
+      for (size_t i = 0; i < m.live_at_peak.size() && i < 5; ++i) {
+        const LiveBuffer& b = m.live_at_peak[i];
+        out << "      " << mib(b.bytes) << "  " << b.type << "  "
+            << (b.kind == "argument" || b.op.empty() ? b.op.empty() ? b.kind : b.op
+                                                     : b.kind + " from " + b.op)
+            << (b.source.empty() ? "" : "  (" + b.source + ")") << "\n";
+      }
+      if (m.live_at_peak.size() > 5)
+        out << "      ... " << m.live_at_peak.size() - 5 << " more live buffer entries\n";
     }
   }
   if (findings.empty()) {

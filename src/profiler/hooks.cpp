@@ -20,9 +20,20 @@ const char* direction_name(TransferDirection d) {
   return "?";
 }
 
+thread_local int64_t dispatches = 0;
+thread_local int64_t dispatches_waited = 0;
+
 }  // namespace
 
 namespace detail {
+
+int64_t dispatch_count() {
+  return dispatches;
+}
+
+int64_t dispatches_at_last_wait() {
+  return dispatches_waited;
+}
 
 Span stage_span(std::string_view stage, std::string_view function) {
   return Span("compile", std::string(stage) + " " + std::string(function),
@@ -43,6 +54,7 @@ Span backend_compile_span(std::string_view platform, std::string_view module) {
 }
 
 Span dispatch_span(std::string_view what, std::string_view platform, int device) {
+  ++dispatches;
   return Span("dispatch", "dispatch " + std::string(what),
               json::Value::object({{"device", device_name(platform, device)}}));
 }
@@ -53,15 +65,19 @@ Span execute_span(std::string_view program, std::string_view platform, int devic
                   {{"device", device_name(platform, device)}, {"program", std::string(program)}}));
 }
 
-Span op_span(std::string_view name, std::string_view where, std::string_view loc) {
+Span op_span(std::string_view name, std::string_view where, std::string_view loc, double flops,
+             double bytes) {
   json::Value args = json::Value::object({{"long_name", std::string(where)}});
   if (!loc.empty()) args.set("source", std::string(loc));
+  if (flops > 0) args.set("flops", flops);
+  if (bytes > 0) args.set("bytes", bytes);
   return Span("op", name, std::move(args));
 }
 
 Span transfer_span(TransferDirection direction, int64_t bytes, bool is_explicit,
                    std::string_view what, std::string_view platform, int device) {
   const char* dir = direction_name(direction);
+  if (direction == TransferDirection::DeviceToHost) dispatches_waited = dispatches;
   return Span("transfer", std::string("transfer ") + dir,
               json::Value::object({{"direction", dir},
                                    {"bytes", bytes},
@@ -71,6 +87,7 @@ Span transfer_span(TransferDirection direction, int64_t bytes, bool is_explicit,
 }
 
 Span wait_span(std::string_view name) {
+  dispatches_waited = dispatches;
   return Span("wait", name);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -12,17 +13,35 @@
 
 namespace cujax::profiler {
 
+// A device's peak rates for the doctor's roofline lines, and how they were found.
+struct DevicePeak {
+  double flops_per_s = 0;
+  double bytes_per_s = 0;
+  std::string how;
+};
+// {"cpu": {"flops_per_s", "bytes_per_s", "how"}, ...}: the cpu's (estimated once) and those
+// backends registered; stop_trace writes it as the trace's otherData.device_peaks.
+json::Value device_peaks();
+
 namespace detail {
+void set_device_peak(const std::string& platform, DevicePeak peak);
 Span compile_span(std::string_view module, std::string_view platform, const std::string& cache_dir);
 Span backend_compile_span(std::string_view platform, std::string_view module);
 Span dispatch_span(std::string_view what, std::string_view platform, int device);
 Span execute_span(std::string_view program, std::string_view platform, int device);
-Span op_span(std::string_view name, std::string_view where, std::string_view loc);
+Span op_span(std::string_view name, std::string_view where, std::string_view loc, double flops,
+             double bytes);
 Span transfer_span(TransferDirection direction, int64_t bytes, bool is_explicit,
                    std::string_view what, std::string_view platform, int device);
 Span wait_span(std::string_view name);
 void cache_miss(std::string_view function, const std::string& reason);
 void persistent_cache_hit(std::string_view module);
+// Keeps the profile for device_memory_profile while it lives, and records it in the trace.
+void memory_profile(std::shared_ptr<const MemoryProfile> profile);
+// This thread's dispatches while tracing, and that count when it last waited for a result
+// (block_until_ready, a blocking wait, a copy to the host): Timer's evidence.
+int64_t dispatch_count();
+int64_t dispatches_at_last_wait();
 }  // namespace detail
 
 // compile_module: passes and backend compilation of one module ("compile jit_f").
@@ -42,9 +61,11 @@ inline Span dispatch_span(std::string_view what, std::string_view platform, int 
 inline Span execute_span(std::string_view program, std::string_view platform, int device) {
   return active() ? detail::execute_span(program, platform, device) : Span();
 }
-// One executed op or fusion; `on` is active() read once per program run.
-inline Span op_span(bool on, std::string_view name, std::string_view where, std::string_view loc) {
-  return on ? detail::op_span(name, where, loc) : Span();
+// One executed op or fusion with its cost (cost_analysis's FLOPs and bytes, 0 when unknown);
+// `on` is active() read once per program run.
+inline Span op_span(bool on, std::string_view name, std::string_view where, std::string_view loc,
+                    double flops = 0, double bytes = 0) {
+  return on ? detail::op_span(name, where, loc, flops, bytes) : Span();
 }
 // A copy between the host and a device, or between devices.
 inline Span transfer_span(TransferDirection direction, int64_t bytes, bool is_explicit,

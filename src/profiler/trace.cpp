@@ -17,6 +17,7 @@
 
 #include "cujax/core/error.h"
 #include "cujax/profiler.h"
+#include "profiler/hooks.h"
 
 namespace cujax::profiler {
 
@@ -145,6 +146,7 @@ std::string to_json(std::vector<Event>& events, int64_t origin_ns, int64_t main_
   json::Value other = json::Value::object();
   other.set("producer", std::string("cujax ") + CUJAX_VERSION);
   other.set("dropped_events", dropped);
+  other.set("device_peaks", device_peaks());
   out += "\n],\"otherData\":" + json::dump(other) + "}\n";
   return out;
 }
@@ -219,6 +221,8 @@ std::string stop_trace() {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   out << to_json(events, origin, main_tid, dropped);
   if (!out) throw Error("profiler::stop_trace: cannot write " + file.string());
+  const fs::path memory = run / "memory_profile.json";
+  std::ofstream(memory, std::ios::binary | std::ios::trunc) << device_memory_profile();
   if (dropped > 0)
     std::fprintf(stderr,
                  "cujax: the trace kept its first %zu events and dropped %lld; trace fewer "

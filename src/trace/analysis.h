@@ -4,6 +4,7 @@
 
 #include "cujax/ir/ir.h"
 #include "cujax/jit.h"
+#include "cujax/profiler.h"
 
 namespace cujax::trace {
 
@@ -12,5 +13,7 @@ CostAnalysis cost_analysis(const ir::Module& module);
 // Sizes of @main's arguments and results; temporaries and the peak from the liveness of the
 // values in @main's body, in program order.
 MemoryAnalysis memory_analysis(const ir::Module& module);
+// The same plan with the buffers live at its peak and the ops that produced them.
+profiler::MemoryProfile memory_profile(const ir::Module& module, const std::string& platform);
 
 }  // namespace cujax::trace

@@ -174,7 +174,9 @@ Signature JitCore::signature(const std::string& structure, const std::vector<Arr
     else if (leaves[i].valid() && !leaves[i].is_tracer() && leaves[i].impl()->sharding &&
              !leaves[i].impl()->sharding->hlo(leaves[i].shape()).is_replicated())
       sharding = leaves[i].impl()->sharding;  // replicated ones key as unsharded ones do
-    sig.leaves.push_back({paths[i], leaves[i].aval(), sharding});
+    sig.leaves.push_back({paths[i], leaves[i].aval(), sharding, nullptr});
+    if (profiler::active() && leaves[i].valid() && !leaves[i].is_tracer())
+      sig.leaves.back().placed = leaves[i].impl()->sharding;
     sig.static_leaf.push_back(is_static);
     sig.key += "|" + leaves[i].aval().str();
     // Equivalent shardings (P(None, 'model') and P(None, 'model', None)) share a program: the
@@ -270,6 +272,39 @@ std::string JitCore::explain_miss(const Signature& sig) const {
   return why.empty() ? "different static argument values" : why;
 }
 
+namespace {
+
+// The input shardings of a program called with arrays on a mesh, as a trace event, for the
+// doctor's "unsharded-on-mesh" finding.
+void note_shardings(const CompiledProgram& program, const Signature& sig) {
+  json::Value inputs(json::Value::Array{});
+  int64_t mesh_devices = 0;
+  for (size_t i = 0; i < sig.leaves.size(); ++i) {
+    const LeafInfo& leaf = sig.leaves[i];
+    const std::shared_ptr<const Sharding>& sharding = leaf.sharding ? leaf.sharding : leaf.placed;
+    if (sig.static_leaf[i] || !sharding) continue;
+    mesh_devices = std::max(mesh_devices, sharding->num_devices());
+    const HloSharding h = sharding->hlo(leaf.aval.shape);
+    inputs.push_back(json::Value::object(
+        {{"name", leaf.path},
+         {"type", leaf.aval.str()},
+         {"bytes", num_elements(leaf.aval.shape) * static_cast<int64_t>(size_of(leaf.aval.dtype))},
+         {"sharding", sharding->str()},
+         {"replicated", h.is_replicated()},
+         {"leading", leaf.aval.shape.empty() ? int64_t{0} : leaf.aval.shape[0]},
+         {"split_leading", !h.tiles.empty() && h.tiles[0] > 1}}));
+  }
+  if (mesh_devices < 2) return;
+  const int64_t ran_on = program.spmd ? static_cast<int64_t>(program.devices.size()) : 1;
+  profiler::instant("sharding", "shardings " + program.memory_profile->program,
+                    json::Value::object({{"program", program.memory_profile->program},
+                                         {"devices", mesh_devices},
+                                         {"ran_on", ran_on},
+                                         {"inputs", std::move(inputs)}}));
+}
+
+}  // namespace
+
 const JitCore::Entry& JitCore::add(const Signature& sig, std::unique_ptr<ir::Module> module,
                                    std::any out_structure, const std::vector<Array>& out_leaves,
                                    double trace_seconds) {
@@ -283,6 +318,7 @@ const JitCore::Entry& JitCore::add(const Signature& sig, std::unique_ptr<ir::Mod
   auto program = compile_module(std::move(module), options_.platform, donated_leaves(sig),
                                 program_devices(sig, options_));
   program->trace_seconds = trace_seconds;
+  if (profiler::active()) note_shardings(*program, sig);
   set_output_weak_types(*program, out_leaves);
   if (log_compiles())
     std::fprintf(stderr,
@@ -436,6 +472,9 @@ std::shared_ptr<CompiledProgram> compile_module(std::unique_ptr<ir::Module> modu
   program->text = ir::print_module(*module);
   program->cost = cost_analysis(*module);
   program->memory = memory_analysis(*module);
+  program->memory_profile =
+      std::make_shared<const profiler::MemoryProfile>(memory_profile(*module, platform));
+  profiler::detail::memory_profile(program->memory_profile);
   if (!program->spmd) program->executable = runtime::get_backend(platform).compile(*module, "main");
   // Start the queue dispatch() runs programs on: creating its thread can take milliseconds on a
   // loaded machine, and an ahead-of-time compiled program's first call should only dispatch.
@@ -496,6 +535,8 @@ std::vector<Array> execute_spmd(const CompiledProgram& program, const std::vecto
           want.is_replicated() ? whole : host_slice(whole, s.shard_index(whole.shape(), local[k])),
           platform, devices[local[k]], false, "a shard of argument " + std::to_string(i)));
   }
+  const profiler::Span span = profiler::dispatch_span(
+      "jit", program.platform, program.devices.empty() ? 0 : program.devices.front());
   auto results = program.spmd->execute(std::move(args));
   if (!mesh) mesh = Mesh(devices, {static_cast<int64_t>(devices.size())}, {"x"});
   std::vector<Array> outs;

@@ -459,6 +459,7 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     std::unordered_map<const ir::Value*, int> number;
     for (size_t m : members) {
       const ir::Operation& op = *block.ops[m];
+      step.ops.push_back(&op);
       FusedProgram::Node node;
       node.fn = tile[m]->fn;
       node.dtype = op.result(0)->type.dtype;

@@ -18,6 +18,7 @@ struct FusedStep {
   std::vector<const ir::Value*> outputs;  // the group's values that are used after it
   Kernel kernel;
   std::string where;
+  std::vector<const ir::Operation*> ops;  // the fused ops, for the step's cost in traces
 };
 
 struct FusionPlan {

@@ -69,6 +69,8 @@ class Program {
     std::string where;  // the op, for messages
     std::string name;   // the op's name, or "fusion" (a trace's op span)
     std::string loc;    // the op's resolved source location, when the IR has one
+    double flops = 0;   // cost_analysis's FLOPs (transcendentals included) and bytes, for
+    double bytes = 0;   // the roofline of a trace's op spans
     std::vector<int> inputs;
     std::vector<int> outputs;
     std::vector<int> release;  // slots whose last use is this step

@@ -4,6 +4,7 @@
 #include "backends/common/slots.h"
 #include "backends/cpu/fusion.h"
 #include "backends/cpu/kernels.h"
+#include "compiler/op_cost.h"
 #include "profiler/hooks.h"
 
 namespace cujax::cpu {
@@ -30,7 +31,8 @@ std::vector<HostTensor> Program::run(std::vector<HostTensor>&& args, ExecContext
   std::vector<HostTensor> inputs;
   const bool profiling = profiler::active();
   for (const Step& step : steps_) {
-    const profiler::Span span = profiler::op_span(profiling, step.name, step.where, step.loc);
+    const profiler::Span span =
+        profiler::op_span(profiling, step.name, step.where, step.loc, step.flops, step.bytes);
     inputs.clear();
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       HostTensor& slot = slots[step.inputs[i]];
@@ -132,6 +134,12 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
       step.name = "fusion";
       step.loc = source_location(op);
       step.kernel = fused.kernel;
+      for (const ir::Operation* member : fused.ops) {
+        const compiler::OpCost c = compiler::op_cost(*member);
+        step.flops += c.flops + c.transcendentals;
+      }
+      for (const ir::Value* v : fused.inputs) step.bytes += compiler::value_bytes(*v);
+      for (const ir::Value* v : fused.outputs) step.bytes += compiler::value_bytes(*v);
       add_step(std::move(step), op, fused.inputs, fused.outputs);
       continue;
     }
@@ -142,6 +150,9 @@ std::shared_ptr<const Program> Compiler::compile_block(const ir::Block& block,
     step.where = op.where();
     step.name = op.name;
     step.loc = source_location(op);
+    const compiler::OpCost cost = compiler::op_cost(op);
+    step.flops = cost.flops + cost.transcendentals;
+    step.bytes = cost.bytes;
     std::vector<const ir::Value*> uses(op.operands.begin(), op.operands.end());
     if (!op.regions.empty())
       for (const ir::Value* v : captured_values(op)) uses.push_back(v);
