@@ -62,10 +62,10 @@
 // Training programs: input pipeline, metrics logs, a language model, serving.
 #include "cujax/data.h"
 #include "cujax/metrics_log.h"
-#include "cujax/profiler.h"
-#include "cujax/profiler_doctor.h"
 #include "cujax/models/lm.h"
 #include "cujax/models/transformer.h"
+#include "cujax/profiler.h"
+#include "cujax/profiler_doctor.h"
 #include "cujax/serve/engine.h"
 #include "cujax/serve/steps.h"
 
