@@ -5,11 +5,20 @@
 // few ULP that the conformance checks allow.
 #pragma once
 
+#include <array>
 #include <memory>
 
 #include "cujax/ir/ir.h"
 
 namespace cujax::compiler {
+
+// The element-wise chlo ops: vmap batches them and the partitioner splits them as it does
+// stablehlo's element-wise ops.
+inline constexpr std::array<const char*, 17> kElementwiseChloOps = {
+    "chlo.erf",        "chlo.erfc",      "chlo.erf_inv", "chlo.asin",      "chlo.acos",
+    "chlo.atan",       "chlo.sinh",      "chlo.cosh",    "chlo.asinh",     "chlo.acosh",
+    "chlo.atanh",      "chlo.lgamma",    "chlo.digamma", "chlo.polygamma", "chlo.zeta",
+    "chlo.bessel_i1e", "chlo.next_after"};
 
 // Whether any function of `module` (nested regions included) holds a chlo op.
 bool has_chlo(const ir::Module& module);

@@ -9,6 +9,8 @@
 #include <numeric>
 #include <set>
 
+#include "compiler/chlo_decompose.h"
+
 namespace cujax::sharding {
 
 namespace {
@@ -60,24 +62,13 @@ const std::set<std::string> kElementwise = {"stablehlo.add",
                                             "stablehlo.shift_right_arithmetic",
                                             "stablehlo.popcnt",
                                             "stablehlo.bitcast_convert",
-                                            "stablehlo.reduce_precision",
-                                            "chlo.erf",
-                                            "chlo.erfc",
-                                            "chlo.erf_inv",
-                                            "chlo.asin",
-                                            "chlo.acos",
-                                            "chlo.atan",
-                                            "chlo.sinh",
-                                            "chlo.cosh",
-                                            "chlo.asinh",
-                                            "chlo.acosh",
-                                            "chlo.atanh",
-                                            "chlo.lgamma",
-                                            "chlo.digamma",
-                                            "chlo.polygamma",
-                                            "chlo.zeta",
-                                            "chlo.bessel_i1e",
-                                            "chlo.next_after"};
+                                            "stablehlo.reduce_precision"};
+
+bool is_elementwise_chlo(const std::string& name) {
+  for (const char* c : compiler::kElementwiseChloOps)
+    if (name == c) return true;
+  return false;
+}
 
 // A sharding given by each partition's tile coordinates.
 HloSharding from_coords(const std::vector<int64_t>& tiles,
@@ -670,7 +661,7 @@ class Partitioner {
     const std::string& name = op->name;
     const bool one = op->num_results() == 1 && op->regions.empty();
     bool done = false;
-    if (one && kElementwise.count(name)) {
+    if (one && (kElementwise.count(name) || is_elementwise_chlo(name))) {
       done = elementwise(*op);
     } else if (one && name == "stablehlo.broadcast_in_dim") {
       done = broadcast_in_dim(*op);

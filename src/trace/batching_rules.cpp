@@ -2,6 +2,7 @@
 // dimension where it is when they agree; shape ops map their dimension attributes past it.
 #include <numeric>
 
+#include "compiler/chlo_decompose.h"
 #include "lax/util.h"
 #include "trace/batching_rules.h"
 
@@ -111,25 +112,9 @@ void register_elementwise_rules(Rules& r) {
                            "stablehlo.clamp",
                            "stablehlo.convert",
                            "stablehlo.bitcast_convert",
-                           "stablehlo.reduce_precision",
-                           "chlo.erf",
-                           "chlo.erfc",
-                           "chlo.erf_inv",
-                           "chlo.asin",
-                           "chlo.acos",
-                           "chlo.atan",
-                           "chlo.sinh",
-                           "chlo.cosh",
-                           "chlo.asinh",
-                           "chlo.acosh",
-                           "chlo.atanh",
-                           "chlo.lgamma",
-                           "chlo.digamma",
-                           "chlo.polygamma",
-                           "chlo.zeta",
-                           "chlo.bessel_i1e",
-                           "chlo.next_after"})
+                           "stablehlo.reduce_precision"})
     r[name] = elementwise;
+  for (const char* name : compiler::kElementwiseChloOps) r[name] = elementwise;
 
   // Each result keeps its operand's batch dimension.
   r["stablehlo.optimization_barrier"] = [](const BatchArgs& a) {
