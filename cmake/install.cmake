@@ -1,8 +1,9 @@
 # `cmake --install <build> [--prefix <dir>]` installs:
 #   include/cujax/...                        the public headers (<cujax/cujax.h> brings them all)
-#   lib/libcujax.a (or .so)                  the library
+#   lib/libcujax.a, lib/libcujax.so*        the static and the shared library
 #   bin/cujax                                the command
-#   lib/cmake/cujax/cujaxConfig.cmake, ...   find_package(cujax CONFIG) -> cujax::cujax
+#   lib/cmake/cujax/cujaxConfig.cmake, ...   find_package(cujax CONFIG) -> cujax::cujax (static),
+#                                            cujax::cujax_shared
 #   lib/pkgconfig/cujax.pc                   pkg-config --cflags --libs cujax
 # Both package files are relocatable: they find the prefix from where they are installed.
 include(CMakePackageConfigHelpers)
@@ -10,25 +11,22 @@ include(CMakePackageConfigHelpers)
 set(CUJAX_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/cujax)
 set_target_properties(cujax PROPERTIES EXPORT_NAME cujax)
 
-install(TARGETS cujax EXPORT cujaxTargets
+set(CUJAX_INSTALL_LIBRARIES cujax)
+if(CUJAX_BUILD_SHARED_LIBRARY)
+  list(APPEND CUJAX_INSTALL_LIBRARIES cujax_shared)
+endif()
+install(TARGETS ${CUJAX_INSTALL_LIBRARIES} EXPORT cujaxTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS cujax_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-if(BUILD_SHARED_LIBS)
-  set_target_properties(cujax_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
-endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cujax DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 install(EXPORT cujaxTargets NAMESPACE cujax:: DESTINATION ${CUJAX_INSTALL_CMAKEDIR})
 
-# What the config file must find again for users of a static library (its PRIVATE link
-# dependencies); a shared library carries them itself. NCCL, cuBLASLt, cuDNN, NVRTC and the
+# What the config file must find again for users of the static library (its PRIVATE link
+# dependencies); the shared library carries them itself. NCCL, cuBLASLt, cuDNN, NVRTC and the
 # driver are loaded with dlopen at run time, so they are never link dependencies.
-set(CUJAX_STATIC_LIBRARY ON)
-if(BUILD_SHARED_LIBS)
-  set(CUJAX_STATIC_LIBRARY OFF)
-endif()
 set(CUJAX_WITH_MPI OFF)
 if(MPI_C_FOUND)
   set(CUJAX_WITH_MPI ON)
@@ -43,8 +41,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/cujaxConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/cujaxConfig.cmake ${PROJECT_BINARY_DIR}/cujaxConfigVersion.cmake
         DESTINATION ${CUJAX_INSTALL_CMAKEDIR})
 
-# cujax.pc. For a static library the dependencies go on Libs (plain `pkg-config --libs` must
-# link); for a shared one on Libs.private.
+# cujax.pc, as libzstd.pc does it: `-lcujax` links libcujax.so where it is installed, and
+# `pkg-config --static` adds what the static library needs.
 set(pc_deps "")
 foreach(lib IN LISTS BLAS_LIBRARIES MPI_C_LIBRARIES)
   string(APPEND pc_deps " ${lib}")
@@ -56,7 +54,7 @@ if(CUJAX_CUDA_BUILD)
   string(APPEND pc_deps " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt")
 endif()
 string(APPEND pc_deps " -ldl -pthread")
-if(BUILD_SHARED_LIBS)
+if(CUJAX_BUILD_SHARED_LIBRARY)
   set(CUJAX_PC_LIBS "-L\${libdir} -lcujax")
   set(CUJAX_PC_LIBS_PRIVATE "${pc_deps}")
   set(CUJAX_PC_REQUIRES "")
