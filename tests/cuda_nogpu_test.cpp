@@ -1,6 +1,6 @@
 // The cuda backend's compiler on a machine without a GPU (label `cuda-nogpu`; CUDA builds
-// only): every program of the conformance suite and every step the tiny model runs (training,
-// evaluation, decoding, prefill) compiles for cuda with no op left to the host, and the
+// only): every program of the conformance suite and every step the tiny model and GPT-2 run
+// (training, evaluation, decoding, prefill) compiles for cuda with no op left to the host, and the
 // host-fallback switch does what it says.
 #include <gtest/gtest.h>
 
@@ -129,33 +129,33 @@ TEST(CudaNoGpuGpt2, TrainAndEvalStepsRunEntirelyOnTheDevice) {
                                   models::gpt2_config().max_len);
 }
 
-// The serving bundle holds the decode step and one prefill step per bucket, as exported
+// The serving bundle's programs: the decode step and one prefill step per bucket, as exported
 // StableHLO (serve/steps.h).
-TEST_F(CudaNoGpuModel, DecodeAndPrefillStepsRunEntirelyOnTheDevice) {
-  const fs::path path = fs::temp_directory_path() / ("cuda_nogpu_" + std::to_string(::getpid()));
-  serve::export_steps(model, params, 2, 32, path.string());
-  const std::string bytes = read_file(path);
-  fs::remove(path);
-  // magic line, sha256 line, header JSON line, then the members one after another
-  size_t at = 0;
-  for (int line = 0; line < 2; ++line) at = bytes.find('\n', at) + 1;
-  const size_t header_end = bytes.find('\n', at);
-  const json::Value header = json::parse(bytes.substr(at, header_end - at));
-  size_t offset = header_end + 1;
+void expect_serving_steps_on_device(models::TransformerLM& model, const State& params,
+                                    int64_t max_batch, int64_t max_seq) {
   Offenders off;
   int steps = 0;
-  for (const json::Value& m : header.at("members").as_array()) {
-    const std::string name = m.at("name").as_string();
-    const size_t size = static_cast<size_t>(m.at("bytes").as_int());
-    if (name == "decode" || name.rfind("prefill.", 0) == 0) {
-      const Exported e = Exported::deserialize(bytes.substr(offset, size), name);
-      off.add(name, fallbacks_of(*ir::parse_module(e.mlir_module())));
-      ++steps;
-    }
-    offset += size;
+  for (const auto& [name, program] :
+       serve::export_step_programs(model, params, max_batch, max_seq)) {
+    off.add(name, fallbacks_of(*ir::parse_module(program.mlir_module())));
+    ++steps;
   }
-  EXPECT_GE(steps, 2);
+  EXPECT_EQ(steps, 1 + static_cast<int>(serve::prefill_buckets(max_seq).size()));
   EXPECT_TRUE(off.programs.empty()) << off.summary();
+}
+
+TEST_F(CudaNoGpuModel, DecodeAndPrefillStepsRunEntirelyOnTheDevice) {
+  expect_serving_steps_on_device(model, params, 2, 32);
+}
+
+// GPT-2's serving steps at its full context (prefill buckets 16 to 1024), built abstractly.
+TEST(CudaNoGpuGpt2, DecodeAndPrefillStepsRunEntirelyOnTheDevice) {
+  trace::TraceContext abstract("abstract_gpt2");
+  trace::TraceScope scope(&abstract);
+  nnx::Rngs rngs{0};
+  models::TransformerLM gpt2(models::gpt2_config(), rngs);
+  expect_serving_steps_on_device(gpt2, nnx::state(gpt2, nnx::VariableKind::Param), 4,
+                                 models::gpt2_config().max_len);
 }
 
 // A reduce whose body the device's scalar interpreter does not run (converts): it stays on the

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,12 +19,15 @@
 #include "backends/cuda/nccl.h"
 #include "backends/cuda/program.h"
 #include "cujax/core/error.h"
+#include "cujax/core/json.h"
 #include "cujax/grad.h"
 #include "cujax/ir/parser.h"
 #include "cujax/jit.h"
 #include "cujax/lax.h"
 #include "cujax/nn.h"
 #include "cujax/numpy.h"
+#include "cujax/profiler.h"
+#include "cujax/profiler_doctor.h"
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/spmd.h"
 
@@ -839,6 +845,63 @@ TEST(CudaLibraries, NcclLoadsAndAMissingLibraryNamesTheFix) {
     EXPECT_NE(std::string(e.what()).find("lacks ncclNoSuchFunction"), std::string::npos)
         << e.what();
   }
+}
+
+// Device spans (profiler): each traced run on cuda:0 is a "run on cuda:0" span on the device's
+// own track with its ops inside it, timed by the GPU, placed within the host's trace, and
+// counted by the doctor as device time.
+TEST(CudaProfiler, DeviceSpansTimeEveryOpOfARun) {
+  const std::string why = runtime::unavailable_reason("cuda");
+  if (!why.empty()) GTEST_SKIP() << "no usable CUDA device: " << why;
+  JitOptions options;
+  options.platform = "cuda";
+  auto f =
+      jit([](const Array& a, const Array& b) { return numpy::tanh(numpy::matmul(a, b)) + 1.0f; },
+          options);
+  const Array a = numpy::ones({256, 256}), b = numpy::ones({256, 256}) * 0.01f;
+  f(a, b).block_until_ready();  // compiled outside the trace
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cujax_cuda_profile_" + std::to_string(::getpid()));
+  profiler::start_trace(dir.string());
+  for (int i = 0; i < 3; ++i) f(a, b).block_until_ready();
+  const std::string file = profiler::stop_trace();
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  const json::Value trace = json::parse(text.str(), file);
+  int64_t track = -1;
+  for (const json::Value& e : trace.at("traceEvents").as_array())
+    if (e.at("ph").as_string() == "M" && e.at("name").as_string() == "thread_name" &&
+        e.at("args").at("name").as_string() == "cuda:0 stream")
+      track = e.at("tid").as_int();
+  ASSERT_GE(track, 0) << "no cuda:0 stream track in " << file;
+  struct Span {
+    std::string cat, name;
+    double ts, dur;
+  };
+  std::vector<Span> runs, ops;
+  for (const json::Value& e : trace.at("traceEvents").as_array()) {
+    if (e.at("ph").as_string() != "X" || e.at("tid").as_int() != track) continue;
+    Span s{e.at("cat").as_string(), e.at("name").as_string(), e.at("ts").as_double(),
+           e.at("dur").as_double()};
+    (s.cat == "device" ? runs : ops).push_back(s);
+  }
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_GE(ops.size(), 3u * 2);  // the dot and the fused tanh + 1, per run
+  for (const Span& r : runs) {
+    EXPECT_GT(r.dur, 0);
+    int inside = 0;
+    for (const Span& o : ops)
+      if (o.ts >= r.ts - 1e-3 && o.ts + o.dur <= r.ts + r.dur + 1e-3) ++inside;
+    EXPECT_GE(inside, 2) << "run at " << r.ts;
+  }
+  // 256^3 multiply-adds take microseconds on any GPU of cc >= 8.0: a run is not a second long.
+  for (const Span& r : runs) EXPECT_LT(r.dur, 1e6);
+  const profiler::Report report = profiler::diagnose_trace(dir.string());
+  EXPECT_GT(report.device_us, 0) << report.str();
+  EXPECT_NE(std::find(report.devices.begin(), report.devices.end(), "cuda:0"),
+            report.devices.end());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CudaPlatform, AvailabilityMatchesReason) {

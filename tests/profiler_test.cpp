@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "cujax/core/json.h"
@@ -19,6 +20,7 @@
 #include "cujax/profiler.h"
 #include "cujax/profiler_doctor.h"
 #include "cujax/runtime/backend.h"
+#include "profiler/hooks.h"
 #include "profiler/source_location.h"
 #include "test_models.h"
 
@@ -306,6 +308,101 @@ TEST(Profiler, LocationTableResolvesAliasesNamesAndCallsites) {
   EXPECT_EQ(t.resolve(""), "");
   EXPECT_EQ(t.resolve("loc(\"x\")"), "");  // a bare name is a value's name, not a place
   EXPECT_EQ(t.resolve("loc(callsite(\"g\"(\"b.py\":5:1) at #loc1))"), "g @ b.py:5:1");
+}
+
+// Device timelines (the cuda backend's CUDA-event timings, recorded after the fact): a run and
+// its ops on the device's own track, placed from the run's start, ops clamped into the run; a
+// run of an earlier trace dropped; a stop hook's run recorded before the trace is written; the
+// doctor counts the run as device time and ranks the ops by their device time.
+TEST(Profiler, DeviceRunsGoOnTheDevicesOwnTrack) {
+  TempDir dir;
+  profiler::start_trace(dir.path.string());
+  const uint64_t session = profiler::detail::session();
+  const int64_t t0 = profiler::detail::clock_ns();
+  profiler::DeviceRun run;
+  run.session = session;
+  run.device = "cuda:0";
+  run.start_ns = t0 + 1'000'000;
+  run.ms = 2.0;
+  run.ops = {{"fusion", "stablehlo.add at 1:2 (fusion_0)", "f.py:3:0", 100, 200, 0.0, 0.5},
+             {"stablehlo.dot_general", "stablehlo.dot_general at 2:2", "", 4e6, 800, 0.5, 1.75},
+             {"stablehlo.tanh", "stablehlo.tanh at 3:2", "", 0, 0, 1.9, 5.0}};
+  profiler::detail::device_run(run);
+  profiler::DeviceRun stale = run;
+  stale.session = session - 1;
+  profiler::detail::device_run(stale);
+  static std::optional<profiler::DeviceRun> in_flight;  // what a backend still had running
+  in_flight = run;
+  in_flight->device = "cuda:1";
+  in_flight->start_ns = t0 + 3'000'000;
+  static bool hooked = false;
+  if (!hooked) {
+    profiler::detail::add_stop_hook([] {
+      if (in_flight) profiler::detail::device_run(*in_flight);
+      in_flight.reset();
+    });
+    hooked = true;
+  }
+  const std::string file = profiler::stop_trace();
+  EXPECT_FALSE(in_flight.has_value());
+
+  const json::Value trace = read_json(file);
+  std::map<int64_t, std::string> track_names;
+  for (const json::Value& e : trace.at("traceEvents").as_array())
+    if (e.at("ph").as_string() == "M" && e.at("name").as_string() == "thread_name")
+      track_names[e.at("tid").as_int()] = e.at("args").at("name").as_string();
+  const std::vector<Ev> events = events_of(trace);
+  check_nesting(events);
+  std::map<std::string, std::vector<Ev>> by_track;
+  for (const Ev& e : events) by_track[track_names[e.tid]].push_back(e);
+  ASSERT_EQ(by_track["cuda:0 stream"].size(), 4u) << "a run and its 3 ops; the stale run dropped";
+  ASSERT_EQ(by_track["cuda:1 stream"].size(), 4u) << "the stop hook's run";
+  const std::vector<Ev>& ev = by_track["cuda:0 stream"];
+  const Ev& r = ev[0];
+  EXPECT_EQ(r.cat, "device");
+  EXPECT_EQ(r.name, "run on cuda:0");
+  EXPECT_EQ(r.arg("device"), "cuda:0");
+  EXPECT_NEAR(r.dur, 2000, 1e-3);
+  const double want[3][2] = {{0, 500}, {500, 1250}, {1900, 100}};  // start - run start, dur (us)
+  for (int i = 0; i < 3; ++i) {
+    const Ev& op = ev[i + 1];
+    EXPECT_EQ(op.cat, "op");
+    EXPECT_EQ(op.name, run.ops[i].name);
+    EXPECT_EQ(op.arg("long_name"), run.ops[i].where);
+    EXPECT_NEAR(op.ts - r.ts, want[i][0], 1e-3) << op.name;
+    EXPECT_NEAR(op.dur, want[i][1], 1e-3) << op.name;
+  }
+  EXPECT_EQ(ev[1].arg("source"), "f.py:3:0");
+  EXPECT_NEAR(by_track["cuda:1 stream"][0].ts - r.ts, 2000, 1e-3);
+
+  const profiler::Report report = profiler::diagnose_trace(dir.path.string());
+  EXPECT_NEAR(report.device_us, 4000, 1e-2) << report.str();
+  ASSERT_FALSE(report.top_ops.empty());
+  EXPECT_EQ(report.top_ops[0].name, "stablehlo.dot_general");
+  EXPECT_NEAR(report.top_ops[0].total_us, 2 * 1250, 1e-2);
+  EXPECT_EQ(report.devices, (std::vector<std::string>{"cuda:0", "cuda:1"}));
+}
+
+// The roofline ceilings of GPUs from their properties, against their datasheets' dense bf16
+// tensor FLOP/s and memory bandwidth (the datasheets' clocks are a little below the peak
+// clocks the runtime reports, so FLOP/s may come out up to 10% above).
+TEST(ProfilerRoofline, GpuPeaksFromPropertiesMatchDatasheets) {
+  struct Known {
+    profiler::GpuSpec spec;
+    double tflops, tbytes;
+  };
+  const Known gpus[] = {
+      {{"NVIDIA A100-SXM4-40GB", 8, 0, 108, 1410e3, 1215e3, 5120}, 312, 1.555},
+      {{"NVIDIA H100 80GB HBM3", 9, 0, 132, 1980e3, 2619e3, 5120}, 989, 3.35},
+      {{"NVIDIA H200", 9, 0, 132, 1980e3, 3201e3, 6144}, 989, 4.8},
+  };
+  for (const Known& g : gpus) {
+    const profiler::DevicePeak p = profiler::gpu_peak(g.spec);
+    EXPECT_GE(p.flops_per_s / 1e12, g.tflops * 0.99) << g.spec.name;
+    EXPECT_LE(p.flops_per_s / 1e12, g.tflops * 1.10) << g.spec.name;
+    EXPECT_NEAR(p.bytes_per_s / 1e12, g.tbytes, g.tbytes * 0.03) << g.spec.name;
+    EXPECT_NE(p.how.find(g.spec.name), std::string::npos) << p.how;
+  }
 }
 
 TEST(Profiler, StartTraceNeedsADirectory) {

@@ -166,6 +166,23 @@ class MpiTransport final : public runtime::Transport {
               "MPI_Isend");
     }
     std::vector<std::vector<std::byte>> replies(peers.size());
+    // A large message arrives in pieces: a receive that blocked until the last piece would hold
+    // mu_ (and so stop the heartbeats) for as long as a sender that hung mid-message hangs.
+    std::vector<MPI_Request> receives(peers.size(), MPI_REQUEST_NULL);
+    // On a failure, receives still posted may yet write into the replies: they stay allocated.
+    struct KeepPosted {
+      MpiTransport& self;
+      std::vector<std::vector<std::byte>>& replies;
+      const std::vector<MPI_Request>& receives;
+      ~KeepPosted() {
+        for (MPI_Request r : receives)
+          if (r != MPI_REQUEST_NULL) {
+            std::lock_guard<std::mutex> lock(self.mu_);
+            self.abandoned_.push_back(std::move(replies));
+            return;
+          }
+      }
+    } keep_posted{*this, replies, receives};
     std::vector<bool> received(peers.size(), false);
     size_t pending = peers.size();
     bool sent = false;
@@ -176,6 +193,16 @@ class MpiTransport final : public runtime::Transport {
         std::lock_guard<std::mutex> lock(mu_);
         for (size_t i = 0; i < peers.size(); ++i) {
           if (received[i]) continue;
+          if (receives[i] != MPI_REQUEST_NULL) {
+            int done = 0;
+            check(MPI_Test(&receives[i], &done, MPI_STATUS_IGNORE),
+                  "MPI_Test for rank " + std::to_string(peers[i]));
+            if (done) {
+              received[i] = true;
+              --pending;
+            }
+            continue;
+          }
           int flag = 0;
           MPI_Status status;
           check(MPI_Iprobe(peers[i], t, comm_, &flag, &status),
@@ -184,10 +211,9 @@ class MpiTransport final : public runtime::Transport {
           int count = 0;
           MPI_Get_count(&status, MPI_BYTE, &count);
           replies[i].resize(static_cast<size_t>(count));
-          check(MPI_Recv(replies[i].data(), count, MPI_BYTE, peers[i], t, comm_, MPI_STATUS_IGNORE),
-                "MPI_Recv from rank " + std::to_string(peers[i]));
-          received[i] = true;
-          --pending;
+          // Messages of one sender and tag do not overtake each other: this is the probed one.
+          check(MPI_Irecv(replies[i].data(), count, MPI_BYTE, peers[i], t, comm_, &receives[i]),
+                "MPI_Irecv from rank " + std::to_string(peers[i]));
         }
         if (!stopping_) tick();
         if (!failure_.empty()) throw RuntimeError("MPI collective: " + failure_);
@@ -294,6 +320,8 @@ class MpiTransport final : public runtime::Transport {
   int tag_ub_ = 32767;
   bool owns_mpi_ = false;
   std::vector<std::string> ids_;  // host:pid per rank
+  // Buffers of receives posted by a collective that failed (see exchange).
+  std::vector<std::vector<std::vector<std::byte>>> abandoned_;
   std::thread heartbeat_;
   std::mutex mu_;  // every MPI call; what follows
   std::condition_variable stop_cv_;

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cujax/profiler.h"
 #include "cujax/transfer_guard.h"
@@ -19,11 +21,54 @@ struct DevicePeak {
   double bytes_per_s = 0;
   std::string how;
 };
+// What a GPU's peak is computed from: its properties as the CUDA runtime reports them.
+struct GpuSpec {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  double clock_khz = 0;         // peak SM clock
+  double memory_clock_khz = 0;  // peak memory clock
+  int memory_bus_bits = 0;
+};
+// Dense bf16 tensor-core FLOP/s (SMs x clock x FLOPs per SM and cycle of the architecture) and
+// DRAM bytes/s (two transfers per memory clock over the bus).
+DevicePeak gpu_peak(const GpuSpec& spec);
+
 // {"cpu": {"flops_per_s", "bytes_per_s", "how"}, ...}: the cpu's (estimated once) and those
 // backends registered; stop_trace writes it as the trace's otherData.device_peaks.
 json::Value device_peaks();
 
+// One op as a device ran it, timed on the device's own clock (CUDA events): milliseconds from
+// the start of its program's run.
+struct DeviceOp {
+  std::string name;   // "stablehlo.dot_general", "fusion"
+  std::string where;  // the op and its location, as error messages name it
+  std::string loc;    // source location, "" when the IR has none
+  double flops = 0, bytes = 0;
+  double start_ms = 0, end_ms = 0;
+};
+
+// A program's run on a device, timed there: recorded on the device's own track ("cuda:0
+// stream") as a "device" span from `start_ns` (the trace clock when the device began the run)
+// lasting `ms`, with its ops as "op" spans inside it.
+struct DeviceRun {
+  uint64_t session = 0;  // the trace that was active when the run was enqueued
+  std::string device;    // "cuda:0"
+  int64_t start_ns = 0;
+  double ms = 0;
+  std::vector<DeviceOp> ops;
+};
+
 namespace detail {
+// The active trace's number (DeviceRun::session) and the trace's clock (steady, nanoseconds).
+uint64_t session();
+int64_t clock_ns();
+// Records a run whose timings became known after it was enqueued; dropped when its trace has
+// stopped. Ops outside [0, run.ms] are clamped into it.
+void device_run(const DeviceRun& run);
+// Called by stop_trace before it writes, while the trace is still active: a backend records
+// the runs it still has in flight (waiting for them). Registered once per backend.
+void add_stop_hook(std::function<void()> hook);
 void set_device_peak(const std::string& platform, DevicePeak peak);
 Span compile_span(std::string_view module, std::string_view platform, const std::string& cache_dir);
 Span backend_compile_span(std::string_view platform, std::string_view module);

@@ -3,6 +3,7 @@
 // has (an upper bound: every core issuing two f32 FMAs per cycle), bytes/s measured by copying
 // 64 MiB four times. A GPU backend registers its device's figures.
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -68,7 +69,32 @@ DevicePeak estimate_cpu() {
   return p;
 }
 
+// Dense bf16 FLOPs per SM and cycle on the tensor cores: 1024 FMAs on A100 (8.0), half that on
+// the GA10x/AD10x parts (8.6, 8.9), 2048 on Hopper (9.0), 4096 on Blackwell (10.x); CUDA cores
+// alone before Ampere.
+int bf16_flops_per_sm_cycle(int cc_major, int cc_minor) {
+  if (cc_major >= 10) return 8192;
+  if (cc_major == 9) return 4096;
+  if (cc_major == 8) return cc_minor == 0 ? 2048 : 1024;
+  return 256;
+}
+
 }  // namespace
+
+DevicePeak gpu_peak(const GpuSpec& spec) {
+  DevicePeak p;
+  const int per_cycle = bf16_flops_per_sm_cycle(spec.cc_major, spec.cc_minor);
+  p.flops_per_s = spec.sm_count * spec.clock_khz * 1e3 * per_cycle;
+  p.bytes_per_s = 2 * spec.memory_clock_khz * 1e3 * spec.memory_bus_bits / 8;
+  char how[256];
+  std::snprintf(how, sizeof how,
+                "%s (cc %d.%d): %d SMs x %.0f MHz x %d bf16 FLOP/cycle; %d-bit bus x 2 x %.0f "
+                "MHz memory clock",
+                spec.name.c_str(), spec.cc_major, spec.cc_minor, spec.sm_count,
+                spec.clock_khz / 1e3, per_cycle, spec.memory_bus_bits, spec.memory_clock_khz / 1e3);
+  p.how = how;
+  return p;
+}
 
 namespace detail {
 

@@ -62,8 +62,13 @@ struct Event {
   json::Value args;
 };
 
+// Device timelines get tracks of their own, numbered above any thread id Linux hands out.
+constexpr int64_t kFirstDeviceTrack = int64_t{1} << 32;
+
 struct Recorder {
   std::mutex mu;
+  std::vector<std::function<void()>> stop_hooks;
+  std::map<std::string, int64_t> device_tracks;  // "cuda:0" -> its track's tid
   std::atomic<uint64_t> session{0};  // the active trace's number; spans of another are dropped
   std::string log_dir;
   int64_t origin_ns = 0;
@@ -105,9 +110,11 @@ std::string micros(int64_t ns) {
 
 // Threads are named after what they ran: the one that started the trace is "main", a device's
 // worker after the device of its first "execute" span.
-std::map<int64_t, std::string> thread_names(const std::vector<Event>& events, int64_t main_tid) {
+std::map<int64_t, std::string> thread_names(const std::vector<Event>& events, int64_t main_tid,
+                                            const std::map<std::string, int64_t>& device_tracks) {
   std::map<int64_t, std::string> names;
   names[main_tid] = "main";
+  for (const auto& [device, tid] : device_tracks) names[tid] = device + " stream";
   for (const Event& e : events) {
     if (names.count(e.tid)) continue;
     const json::Value* device = e.args.is_object() ? e.args.get("device") : nullptr;
@@ -120,7 +127,7 @@ std::map<int64_t, std::string> thread_names(const std::vector<Event>& events, in
 }
 
 std::string to_json(std::vector<Event>& events, int64_t origin_ns, int64_t main_tid,
-                    int64_t dropped) {
+                    const std::map<std::string, int64_t>& device_tracks, int64_t dropped) {
   // Parents before their children: by start, then the longer first.
   std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.dur_ns > b.dur_ns;
@@ -129,7 +136,7 @@ std::string to_json(std::vector<Event>& events, int64_t origin_ns, int64_t main_
   std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   out += "{\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + std::to_string(main_tid) +
          ",\"name\":\"process_name\",\"args\":{\"name\":\"cujax\"}}";
-  for (const auto& [tid, name] : thread_names(events, main_tid))
+  for (const auto& [tid, name] : thread_names(events, main_tid, device_tracks))
     out += ",\n{\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + std::to_string(tid) +
            ",\"name\":\"thread_name\",\"args\":{\"name\":" + json::quote(name) + "}}";
   for (const Event& e : events) {
@@ -164,6 +171,48 @@ std::string run_name() {
 
 namespace detail {
 
+uint64_t session() {
+  return recorder().session.load(std::memory_order_relaxed);
+}
+
+int64_t clock_ns() {
+  return now_ns();
+}
+
+void device_run(const DeviceRun& run) {
+  if (!active()) return;
+  Recorder& r = recorder();
+  int64_t tid = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto [it, added] = r.device_tracks.try_emplace(
+        run.device, kFirstDeviceTrack + static_cast<int64_t>(r.device_tracks.size()));
+    tid = it->second;
+  }
+  const double run_ms = std::max(run.ms, 0.0);
+  const auto ns = [](double ms) { return static_cast<int64_t>(ms * 1e6); };
+  record({'X', "device", "run on " + run.device, run.start_ns, ns(run_ms), tid,
+          json::Value::object({{"device", run.device}, {"ops", int64_t(run.ops.size())}})},
+         run.session);
+  for (const DeviceOp& op : run.ops) {
+    const double start = std::clamp(op.start_ms, 0.0, run_ms);
+    const double end = std::clamp(op.end_ms, start, run_ms);
+    json::Value args = json::Value::object({{"long_name", op.where}, {"device", run.device}});
+    if (!op.loc.empty()) args.set("source", op.loc);
+    if (op.flops > 0) args.set("flops", op.flops);
+    if (op.bytes > 0) args.set("bytes", op.bytes);
+    record(
+        {'X', "op", op.name, run.start_ns + ns(start), ns(end) - ns(start), tid, std::move(args)},
+        run.session);
+  }
+}
+
+void add_stop_hook(std::function<void()> hook) {
+  Recorder& r = recorder();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.stop_hooks.push_back(std::move(hook));
+}
+
 void close(OpenSpan* open) noexcept {
   const int64_t end = now_ns();
   const std::unique_ptr<OpenSpan> span(open);
@@ -186,6 +235,7 @@ void start_trace(const std::string& log_dir) {
                 "\" is already being recorded; stop_trace() it first");
   r.log_dir = log_dir;
   r.events.clear();
+  r.device_tracks.clear();
   r.dropped = 0;
   r.main_tid = thread_id();
   r.origin_ns = now_ns();
@@ -196,14 +246,22 @@ void start_trace(const std::string& log_dir) {
 std::string stop_trace() {
   Recorder& r = recorder();
   std::vector<Event> events;
+  std::map<std::string, int64_t> device_tracks;
   std::string dir;
   int64_t origin = 0, main_tid = 0, dropped = 0;
+  std::vector<std::function<void()>> hooks;
   {
     std::lock_guard<std::mutex> lock(r.mu);
     if (!detail::tracing.load(std::memory_order_relaxed))
       throw Error("profiler::stop_trace: no trace is being recorded (start_trace first)");
+    hooks = r.stop_hooks;
+  }
+  for (const auto& hook : hooks) hook();  // outside the lock: hooks record
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
     detail::tracing.store(false, std::memory_order_release);
     events.swap(r.events);
+    device_tracks.swap(r.device_tracks);
     dir = r.log_dir;
     origin = r.origin_ns;
     main_tid = r.main_tid;
@@ -219,7 +277,7 @@ std::string stop_trace() {
   if (ec) throw Error("profiler::stop_trace: cannot create " + run.string() + ": " + ec.message());
   const fs::path file = run / "perfetto_trace.json";
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << to_json(events, origin, main_tid, dropped);
+  out << to_json(events, origin, main_tid, device_tracks, dropped);
   if (!out) throw Error("profiler::stop_trace: cannot write " + file.string());
   const fs::path memory = run / "memory_profile.json";
   std::ofstream(memory, std::ios::binary | std::ios::trunc) << device_memory_profile();

@@ -273,25 +273,34 @@ ServeSteps jit_steps(models::TransformerLM& model, State params, int64_t max_bat
 // header listing max_batch, max_seq, vocab_size, buckets and each member's name and size in
 // order: "decode", "prefill.<L>" per bucket (Exported::serialize bytes), then
 // "params.<path>" per parameter (.npy bytes).
-void export_steps(models::TransformerLM& model, const State& params, int64_t max_batch,
-                  int64_t max_seq, const std::string& path) {
+std::vector<std::pair<std::string, Exported>> export_step_programs(models::TransformerLM& model,
+                                                                   const State& params,
+                                                                   int64_t max_batch,
+                                                                   int64_t max_seq) {
   const int64_t seq = checked_max_seq(model, max_seq, max_batch);
   const State cache = zero_cache(model, max_batch, seq);
   const auto i32 = [](Shape s) { return ShapeDtype{std::move(s), DType::I32}; };
-  std::vector<std::pair<std::string, std::string>> members;
-  const int64_t B = max_batch;
   const auto f32 = [](Shape s) { return ShapeDtype{std::move(s), DType::F32}; };
-  members.emplace_back("decode", export_(jit_decode(model), params, cache, i32({B, 1}), i32({B}),
-                                         i32({B}), f32({B}), i32({B}), f32({B}))
-                                     .serialize());
+  const int64_t B = max_batch;
+  std::vector<std::pair<std::string, Exported>> programs;
+  programs.emplace_back("decode", export_(jit_decode(model), params, cache, i32({B, 1}), i32({B}),
+                                          i32({B}), f32({B}), i32({B}), f32({B})));
+  for (int64_t L : prefill_buckets(seq))
+    programs.emplace_back("prefill." + std::to_string(L),
+                          export_(jit_prefill(model), params, cache, i32({1, L}), i32({}), i32({}),
+                                  i32({1}), f32({1}), i32({1}), f32({1})));
+  return programs;
+}
+
+void export_steps(models::TransformerLM& model, const State& params, int64_t max_batch,
+                  int64_t max_seq, const std::string& path) {
+  const int64_t seq = checked_max_seq(model, max_seq, max_batch);
+  const int64_t B = max_batch;
+  std::vector<std::pair<std::string, std::string>> members;
   json::Value buckets = json::Value::Array{};
-  for (int64_t L : prefill_buckets(seq)) {
-    buckets.push_back(L);
-    members.emplace_back("prefill." + std::to_string(L),
-                         export_(jit_prefill(model), params, cache, i32({1, L}), i32({}), i32({}),
-                                 i32({1}), f32({1}), i32({1}), f32({1}))
-                             .serialize());
-  }
+  for (int64_t L : prefill_buckets(seq)) buckets.push_back(L);
+  for (const auto& [name, program] : export_step_programs(model, params, max_batch, seq))
+    members.emplace_back(name, program.serialize());
   for (const auto& [name, value] : params)
     members.emplace_back(kParams + name, serialize_npy(value.to_host()));
   json::Value list = json::Value::Array{};

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "cujax/export.h"
 #include "cujax/models/transformer.h"
 
 namespace cujax::serve {
@@ -54,6 +55,12 @@ std::vector<int64_t> prefill_buckets(int64_t max_seq);
 ServeSteps jit_steps(models::TransformerLM& model, State params, int64_t max_batch,
                      std::optional<int64_t> max_seq = std::nullopt);
 
+// The bundle's programs: "decode", then "prefill.L" per bucket L, exported for `params`'
+// shapes (which may be abstract: under nnx.eval_shape's trace, nothing is computed).
+std::vector<std::pair<std::string, Exported>> export_step_programs(models::TransformerLM& model,
+                                                                   const State& params,
+                                                                   int64_t max_batch,
+                                                                   int64_t max_seq);
 // Writes the bundle for (model, params, max_batch, max_seq) to `path` atomically.
 void export_steps(models::TransformerLM& model, const State& params, int64_t max_batch,
                   int64_t max_seq, const std::string& path);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "backends/common/copy_plan.h"
@@ -22,8 +23,12 @@
 #include "backends/cuda/op_kernels.h"
 #include "backends/cuda/program.h"
 #include "backends/cuda/spmd.h"
+#include "backends/cuda/timeline.h"
 #include "compiler/chlo_decompose.h"
 #include "compiler/fusion.h"
+#include "compiler/op_cost.h"
+#include "cujax/profiler.h"
+#include "profiler/hooks.h"
 
 namespace cujax::cuda {
 
@@ -32,6 +37,10 @@ struct Step {
   cpu::Kernel host;     // set for a host step
   bool check = false;   // a check.* assertion (a host step that is no fallback)
   std::string op, where;
+  // For the trace's device spans: the op ("fusion" for a generated kernel), its source
+  // location and cost_analysis's FLOPs and bytes.
+  std::string name, loc;
+  double flops = 0, bytes = 0;
   std::vector<int> inputs, outputs, release;
   std::vector<bool> move;  // per input: moved out of its slot (its last use, used once)
   std::vector<std::shared_ptr<const Program>> nested;  // what a control-flow kernel runs
@@ -417,6 +426,14 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
       step.where = first.where() + " (" + fused.kernels[item.group]->name + ", " +
                    fused.kernels[item.group]->description + ")";
       step.device = fused.launchers[item.group];
+      step.name = "fusion";
+      step.loc = host_compiler.source_location(first);
+      for (size_t member : group.ops) {
+        const compiler::OpCost c = compiler::op_cost(*block.ops[member]);
+        step.flops += c.flops + c.transcendentals;
+      }
+      for (const ir::Value* v : group.inputs) step.bytes += compiler::value_bytes(*v);
+      for (const ir::Value* v : group.outputs) step.bytes += compiler::value_bytes(*v);
       for (const ir::Value* v : group.inputs) {
         step.inputs.push_back(slot(first, v));
         last_use[step.inputs.back()] = program->steps.size();
@@ -435,6 +452,11 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     Step step;
     step.where = op.where();
     step.op = op.name;
+    step.name = op.name;
+    step.loc = host_compiler.source_location(op);
+    const compiler::OpCost cost = compiler::op_cost(op);
+    step.flops = cost.flops + cost.transcendentals;
+    step.bytes = cost.bytes;
     if (spmd) step.device = spmd->device_kernel(op, host_compiler);
     if (!step.device) step.device = device_kernel(op, dev);
     if (!step.device)
@@ -521,6 +543,8 @@ std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<
   std::vector<DeviceArray> inputs;
   cpu::ExecContext ctx;
   ctx.options = &options;
+  std::optional<RunTimer> timer;  // device spans while a trace is recorded
+  if (profiler::active()) timer.emplace(dev, p.steps.size());
   for (const Step& step : p.steps) {
     inputs.clear();
     for (size_t i = 0; i < step.inputs.size(); ++i) {
@@ -549,7 +573,11 @@ std::vector<DeviceArray> run_program(const Program& p, Device& dev, std::vector<
                          " results, expected " + std::to_string(step.outputs.size()));
     for (size_t i = 0; i < outputs.size(); ++i) slots[step.outputs[i]] = std::move(outputs[i]);
     for (int s : step.release) slots[s] = DeviceArray();
+    if (timer)
+      timer->op_done({step.device ? step.name : step.name + " (on the host)", step.where, step.loc,
+                      step.flops, step.bytes});
   }
+  if (timer) timer->finish();
   std::vector<DeviceArray> results;
   for (int s : p.result_slots) results.push_back(slots[s]);
   return results;
@@ -701,6 +729,20 @@ class CudaBackend final : public runtime::Backend {
       devices_.push_back(std::make_shared<Device>(i));
       check_kernel_image(i);  // after Device made it current
     }
+    // The doctor's roofline ceilings: device 0's (a machine's GPUs are alike, as a mesh's are).
+    profiler::GpuSpec spec;
+    spec.name = info_.at(0).name;
+    spec.cc_major = info_.at(0).cc_major;
+    spec.cc_minor = info_.at(0).cc_minor;
+    spec.sm_count = info_.at(0).sm_count;
+    int clock_khz = 0, memory_clock_khz = 0;
+    CUJAX_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    CUJAX_CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, 0));
+    CUJAX_CUDA_CHECK(
+        cudaDeviceGetAttribute(&spec.memory_bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0));
+    spec.clock_khz = clock_khz;
+    spec.memory_clock_khz = memory_clock_khz;
+    profiler::detail::set_device_peak("cuda", profiler::gpu_peak(spec));
     // nn.dot_product_attention checks cuDNN attention's requirements against these devices.
     runtime::register_fused_attention_probe("cuda", [info = info_](int device) {
       const DeviceInfo& i = info.at(static_cast<size_t>(device));
