@@ -175,9 +175,10 @@ Completion parse_completion(std::string_view body, bool chat, const Limits& limi
                     *stream_options = nullptr, *seed = nullptr;
   std::string max_tokens_name;
   for (const auto& [key, x] : v.as_object()) {
-    const auto unsupported = [&](const std::string& why) {
-      return bad(key, "is not supported by cujax serve" + why);
-    };
+    const auto unsupported =
+        [&, &key = key](const std::string& why) {  // clang < 16: no binding captures
+          return bad(key, "is not supported by cujax serve" + why);
+        };
     if (key == "model") {
       model = &x;
     } else if (key == (chat ? "messages" : "prompt")) {
