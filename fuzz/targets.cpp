@@ -384,16 +384,18 @@ const Target& target(std::string_view name) {
   throw std::invalid_argument("no fuzz target '" + std::string(name) + "'");
 }
 
-void run_one(const Target& t, std::string_view bytes) {
+void prepare(const Target& t) {
   static std::mutex mutex;
   static std::map<std::string, bool> ready;
-  {
-    std::lock_guard lock(mutex);
-    if (!ready[t.name]) {
-      t.init();
-      ready[t.name] = true;
-    }
+  std::lock_guard lock(mutex);
+  if (!ready[t.name]) {
+    t.init();
+    ready[t.name] = true;
   }
+}
+
+void run_one(const Target& t, std::string_view bytes) {
+  prepare(t);
   try {
     t.one(bytes);
   } catch (const Error& e) {

@@ -23,7 +23,9 @@ struct Target {
 const std::vector<Target>& targets();
 // Throws std::invalid_argument for an unknown name.
 const Target& target(std::string_view name);
-// Runs `t.init` the first time, then `t.one(bytes)`, swallowing cujax::Error only.
+// Runs `t.init` unless it has run in this process.
+void prepare(const Target& t);
+// prepare(t), then `t.one(bytes)`, swallowing cujax::Error only.
 void run_one(const Target& t, std::string_view bytes);
 
 }  // namespace cujax::fuzz
