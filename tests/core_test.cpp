@@ -10,6 +10,7 @@
 #include "cujax/core/half.h"
 #include "cujax/core/host_tensor.h"
 #include "cujax/core/npy.h"
+#include "cujax/core/shape.h"
 #include "cujax/runtime/checks.h"
 
 namespace cujax {
@@ -96,6 +97,21 @@ TEST(DType, NamesRoundTrip) {
   EXPECT_EQ(mlir_name(DType::Bool), "i1");
   EXPECT_FALSE(dtype_from_mlir_name("q7").has_value());
   EXPECT_EQ(size_of(DType::BF16), 2u);
+}
+
+TEST(Shape, ElementCountOverflowIsAnError) {
+  const int64_t big = int64_t{1} << 32;
+  EXPECT_EQ(num_elements({big, big / 4}), int64_t{1} << 62);
+  EXPECT_EQ(num_elements({big, big, 0}), 0);  // empty, though the others overflow
+  try {
+    num_elements({big, big});
+    FAIL() << "2^64 elements did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[4294967296,4294967296]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(row_major_strides({big, big, big}), Error);
+  EXPECT_EQ(row_major_strides({0, big, big / 4}),
+            (std::vector<int64_t>{int64_t{1} << 62, big / 4, 1}));
 }
 
 TEST(HostTensor, ReshapeSharesAndChecksCount) {

@@ -43,6 +43,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -83,7 +84,12 @@ struct Scalar {
     } else {
       kind = Kind::Float;
       f = static_cast<double>(v);
-      i = static_cast<int64_t>(v);
+      // A cast out of int64's range is undefined (-inf masks are common): NaN gives 0, the
+      // rest saturates.
+      i = f != f         ? 0
+          : f <= -0x1p63 ? std::numeric_limits<int64_t>::min()
+          : f >= 0x1p63  ? std::numeric_limits<int64_t>::max()
+                         : static_cast<int64_t>(f);
     }
   }
   WeakDType dtype() const;  // b1, i* or f*

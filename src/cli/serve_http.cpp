@@ -53,7 +53,7 @@ struct GenerateRequest {
   bool stream = false;
 };
 
-GenerateRequest parse_generate(const std::string& body, int64_t max_seq) {
+GenerateRequest parse_generate(const std::string& body, int64_t max_seq, int64_t vocab_size) {
   json::Value v;
   try {
     v = json::parse(body, "request body");
@@ -77,7 +77,13 @@ GenerateRequest parse_generate(const std::string& body, int64_t max_seq) {
       if (static_cast<int64_t>(p.size()) >= max_seq)
         throw BadRequest{400, "'prompt' has " + std::to_string(p.size()) +
                                   " bytes; the context (--max-seq) is " + std::to_string(max_seq)};
-      for (unsigned char c : p) r.prompt.push_back(c);  // ByteTokenizer: the bytes 0..255
+      for (unsigned char c : p) {  // ByteTokenizer: the bytes 0..255
+        if (c >= vocab_size)
+          throw BadRequest{400, "'prompt' holds the byte " + std::to_string(c) +
+                                    ", outside the model's " + std::to_string(vocab_size) +
+                                    "-token vocabulary"};
+        r.prompt.push_back(c);
+      }
       have_prompt = true;
     } else if (key == "max_tokens") {
       r.sampling.max_tokens = integer(x, key);
@@ -350,7 +356,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res) {
   if (shutting_down_) return fail(res, req.path, 503, "the server is shutting down");
   GenerateRequest g;
   try {
-    g = parse_generate(req.body, engine_.max_seq());
+    g = parse_generate(req.body, engine_.max_seq(), engine_.vocab_size());
   } catch (const BadRequest& e) {
     return fail(res, req.path, e.status, e.message);
   }

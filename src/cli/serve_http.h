@@ -33,6 +33,8 @@ class HttpServer {
   // From here /healthz and new requests get 503; requests already submitted finish.
   void begin_shutdown() { shutting_down_ = true; }
   void stop();
+  // One request's bytes in, the response's bytes out, with no socket (Listener::answer).
+  std::string answer(const std::string& request) { return server_.answer(request); }
 
  private:
   struct Metrics;

@@ -134,6 +134,39 @@ class Listener::ConnStream : public httplib::Stream {
   int timeout_ms_;
 };
 
+// The stream of Listener::answer: reads the request's bytes, keeps what is written.
+class Listener::MemoryStream : public httplib::Stream {
+ public:
+  explicit MemoryStream(std::string_view in) : in_(in) {}
+  bool is_readable() const override { return pos_ < in_.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, in_.size() - pos_);
+    std::memcpy(ptr, in_.data() + pos_, n);
+    pos_ += n;
+    return n == 0 ? -1 : static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 0;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 0;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  const std::string& written() const { return out_; }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+  std::string out_;
+};
+
 Listener::Listener(
     ListenerLimits limits,
     std::function<std::string(int, const std::string&, const std::string&)> error_body)
@@ -209,13 +242,17 @@ void Listener::close_conn(Conn& c) {
   ::close(c.fd);
 }
 
+std::string Listener::error_reply(int status, const std::string& path,
+                                  const std::string& message) const {
+  const std::string body = error_body_(status, path, message);
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n" + (status == 503 ? "Retry-After: 1\r\n" : "") + "\r\n" + body;
+}
+
 void Listener::answer_and_close(Conn& c, int status, const std::string& path,
                                 const std::string& message) {
-  const std::string body = error_body_(status, path, message);
-  const std::string reply =
-      "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
-      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-      "\r\nConnection: close\r\n" + (status == 503 ? "Retry-After: 1\r\n" : "") + "\r\n" + body;
+  const std::string reply = error_reply(status, path, message);
   // A fresh or idle socket's buffer takes this much at once; a client that reads nothing
   // loses the reply, which is all it is owed.
   [[maybe_unused]] const ssize_t n = ::send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
@@ -229,34 +266,30 @@ void Listener::answer_and_close(Conn& c, int status, const std::string& path,
   c.deadline = Clock::now() + std::chrono::seconds(1);
 }
 
-bool Listener::on_data(Conn& c) {
-  const std::string_view buf = std::string_view(c.buf).substr(c.pos);
+Framing frame_request(std::string_view buf, const ListenerLimits& limits) {
+  Framing f;
   const size_t head_end = buf.find("\r\n\r\n");
   const size_t line_end = buf.find("\r\n");
-  std::string path;
   if (line_end != std::string_view::npos) {
     const std::string_view line = buf.substr(0, line_end);
     const size_t a = line.find(' '), b = line.find(' ', a + 1);
-    if (a != std::string_view::npos) path = std::string(line.substr(a + 1, b - a - 1));
+    if (a != std::string_view::npos) f.path = std::string(line.substr(a + 1, b - a - 1));
   }
+  const auto reject = [&](int status, std::string message) {
+    f.state = Framing::State::Reject;
+    f.status = status;
+    f.message = std::move(message);
+    return f;
+  };
+  const std::string head_too_long =
+      "the request line and headers are over " + std::to_string(limits.max_head / 1024) + " KiB";
   if (head_end == std::string_view::npos) {
-    if (buf.size() > limits_.max_head) {
-      answer_and_close(c, 431, path,
-                       "the request line and headers are over " +
-                           std::to_string(limits_.max_head / 1024) + " KiB");
-      return true;
-    }
-    return true;
+    if (buf.size() > limits.max_head) return reject(431, head_too_long);
+    return f;
   }
-  if (head_end > limits_.max_head) {
-    answer_and_close(c, 431, path,
-                     "the request line and headers are over " +
-                         std::to_string(limits_.max_head / 1024) + " KiB");
-    return true;
-  }
+  if (head_end > limits.max_head) return reject(431, head_too_long);
   // The headers that frame the body.
   int64_t length = 0;
-  size_t expect_at = std::string::npos, expect_len = 0;
   for (size_t at = line_end + 2; at < head_end + 2;) {
     const size_t end = buf.find("\r\n", at);
     const std::string_view header = buf.substr(at, end - at);
@@ -267,30 +300,36 @@ bool Listener::on_data(Conn& c) {
     if (iequals(name, "Content-Length")) {
       if (value.empty() || value.size() > 18 ||
           !std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
-        return answer_and_close(c, 400, path, "Content-Length is not a number"), true;
+        return reject(400, "Content-Length is not a number");
       length = std::stoll(std::string(value));
     } else if (iequals(name, "Transfer-Encoding")) {
-      return answer_and_close(c, 411, path,
-                              "send the body with a Content-Length, not Transfer-Encoding"),
-             true;
+      return reject(411, "send the body with a Content-Length, not Transfer-Encoding");
     } else if (iequals(name, "Expect") && iequals(value, "100-continue")) {
-      expect_at = at;
-      expect_len = end + 2 - at;
+      f.expect_at = at;
+      f.expect_len = end + 2 - at;
     }
     at = end + 2;
   }
-  if (static_cast<uint64_t>(length) > limits_.max_body)
-    return answer_and_close(c, 413, path,
-                            "the body is over " + std::to_string(limits_.max_body / 1024) + " KiB"),
-           true;
+  if (static_cast<uint64_t>(length) > limits.max_body)
+    return reject(413, "the body is over " + std::to_string(limits.max_body / 1024) + " KiB");
   const size_t have = buf.size() - (head_end + 4);
-  if (have < static_cast<size_t>(length)) {
-    if (expect_at != std::string::npos) {
+  if (have >= static_cast<size_t>(length)) f.state = Framing::State::Complete;
+  return f;
+}
+
+bool Listener::on_data(Conn& c) {
+  const Framing f = frame_request(std::string_view(c.buf).substr(c.pos), limits_);
+  if (f.state == Framing::State::Reject) {
+    answer_and_close(c, f.status, f.path, f.message);
+    return true;
+  }
+  if (f.state == Framing::State::Incomplete) {
+    if (f.expect_at != std::string::npos) {
       // The client waits for this before it sends the body; the header goes, so that httplib
       // does not answer it a second time.
       const std::string go = "HTTP/1.1 100 Continue\r\n\r\n";
       [[maybe_unused]] const ssize_t n = ::send(c.fd, go.data(), go.size(), MSG_NOSIGNAL);
-      c.buf.erase(c.pos + expect_at, expect_len);
+      c.buf.erase(c.pos + f.expect_at, f.expect_len);
     }
     return true;
   }
@@ -304,6 +343,16 @@ bool Listener::on_data(Conn& c) {
   ++at_workers_;
   conns_.erase(fd);
   return false;
+}
+
+std::string Listener::answer(const std::string& request) {
+  const Framing f = frame_request(request, limits_);
+  if (f.state == Framing::State::Incomplete) return "";
+  if (f.state == Framing::State::Reject) return error_reply(f.status, f.path, f.message);
+  MemoryStream strm(request);
+  bool closed = false;
+  process_request(strm, /*close_connection=*/true, closed, nullptr);
+  return strm.written();
 }
 
 void Listener::accept_all() {

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +45,17 @@ struct ListenerStats {
   int64_t timed_out = 0;  // 408: a request not complete within request_timeout_s
 };
 
+// How the bytes a connection has buffered frame a request (what the poll thread acts on).
+struct Framing {
+  enum class State { Incomplete, Complete, Reject } state = State::Incomplete;
+  int status = 0;       // Reject: the status to answer
+  std::string message;  // Reject: why
+  std::string path;     // the request line's target; "" before it has arrived
+  // An "Expect: 100-continue" header's offset and length in the buffer, or npos.
+  size_t expect_at = std::string::npos, expect_len = 0;
+};
+Framing frame_request(std::string_view buf, const ListenerLimits& limits);
+
 class Listener : public httplib::Server {
  public:
   // error_body(status, path, message): the JSON body of an error the poll thread answers (path
@@ -57,6 +69,10 @@ class Listener : public httplib::Server {
   // Stops accepting, closes idle connections, lets the workers finish what they run.
   void shutdown();
   ListenerStats stats() const;
+  // Answers `request`, the bytes a client sent, as a connection would but with no socket: the
+  // framing checks, then httplib's parsing, routing and handlers. Returns what the client
+  // would read ("" while the request is not complete). For tests and the fuzzer.
+  std::string answer(const std::string& request);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -73,6 +89,7 @@ class Listener : public httplib::Server {
     Clock::time_point deadline;
   };
   class ConnStream;
+  class MemoryStream;
 
   void poll_loop();
   void work_loop();
@@ -80,6 +97,7 @@ class Listener : public httplib::Server {
   // After new bytes: hands a complete request to a worker or answers an error; false when the
   // connection was removed from the poll set.
   bool on_data(Conn& c);
+  std::string error_reply(int status, const std::string& path, const std::string& message) const;
   void answer_and_close(Conn& c, int status, const std::string& path, const std::string& message);
   void close_conn(Conn& c);
   void hand_back(Conn c);

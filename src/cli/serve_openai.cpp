@@ -44,11 +44,18 @@ std::mt19937_64& rng() {
   return g;
 }
 
-std::vector<int32_t> text_tokens(const std::string& text, const std::string& param) {
+std::vector<int32_t> text_tokens(const std::string& text, const std::string& param,
+                                 const Limits& limits) {
   if (text.empty()) throw bad(param, "must not be empty");
   if (!valid_utf8(text)) throw bad(param, "is not valid UTF-8");
   std::vector<int32_t> tokens;
-  for (unsigned char c : text) tokens.push_back(c);  // the byte tokenizer: bytes 0..255
+  for (unsigned char c : text) {
+    // The byte tokenizer: bytes 0..255, which a model with a smaller vocabulary cannot take.
+    if (c >= limits.vocab_size)
+      throw bad(param, "holds the byte " + std::to_string(c) + ", outside the model's " +
+                           std::to_string(limits.vocab_size) + "-token vocabulary");
+    tokens.push_back(c);
+  }
   return tokens;
 }
 
@@ -62,7 +69,7 @@ std::vector<int32_t> token_array(const json::Value::Array& a, const Limits& limi
 
 // "prompt": a string, a list of strings, a token array, or a list of token arrays.
 std::vector<std::vector<int32_t>> prompts_of(const json::Value& p, const Limits& limits) {
-  if (p.is_string()) return {text_tokens(p.as_string(), "prompt")};
+  if (p.is_string()) return {text_tokens(p.as_string(), "prompt", limits)};
   if (!p.is_array() || p.as_array().empty())
     throw bad("prompt", "must be a string, a list of strings, a token array or a list of them");
   const json::Value::Array& a = p.as_array();
@@ -70,7 +77,7 @@ std::vector<std::vector<int32_t>> prompts_of(const json::Value& p, const Limits&
   std::vector<std::vector<int32_t>> out;
   for (const json::Value& x : a) {
     if (x.is_string() && a[0].is_string())
-      out.push_back(text_tokens(x.as_string(), "prompt"));
+      out.push_back(text_tokens(x.as_string(), "prompt", limits));
     else if (x.is_array() && a[0].is_array())
       out.push_back(token_array(x.as_array(), limits));
     else
@@ -175,9 +182,10 @@ Completion parse_completion(std::string_view body, bool chat, const Limits& limi
                     *stream_options = nullptr, *seed = nullptr;
   std::string max_tokens_name;
   for (const auto& [key, x] : v.as_object()) {
-    const auto unsupported = [&](const std::string& why) {
-      return bad(key, "is not supported by cujax serve" + why);
-    };
+    const auto unsupported =
+        [&, &key = key](const std::string& why) {  // clang < 16: no binding captures
+          return bad(key, "is not supported by cujax serve" + why);
+        };
     if (key == "model") {
       model = &x;
     } else if (key == (chat ? "messages" : "prompt")) {
@@ -253,7 +261,7 @@ Completion parse_completion(std::string_view body, bool chat, const Limits& limi
                    "model", "model_not_found"};
   if (!prompt) throw bad(chat ? "messages" : "prompt", "is required");
   if (chat) {
-    c.prompts = {text_tokens(chat_prompt(*prompt), "messages")};
+    c.prompts = {text_tokens(chat_prompt(*prompt), "messages", limits)};
     c.stop.emplace_back(kChatEnd);
   } else {
     c.prompts = prompts_of(*prompt, limits);

@@ -90,6 +90,8 @@ std::string header_field(const std::string& header, const std::string& key,
 }
 
 Shape parse_shape(const std::string& text, const std::string& what) {
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')')
+    throw Error(what + ": the shape is not a tuple: '" + text + "'");
   Shape shape;
   std::string digits;
   for (char c : text.substr(1)) {

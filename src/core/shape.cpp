@@ -1,10 +1,18 @@
 #include "cujax/core/shape.h"
 
+#include <algorithm>
+
+#include "cujax/core/error.h"
+
 namespace cujax {
 
 int64_t num_elements(const Shape& shape) {
+  // A zero dimension makes any product empty, however large the others.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error("shape " + shape_to_string(shape) + " has more elements than int64 holds");
   return n;
 }
 
@@ -13,7 +21,8 @@ std::vector<int64_t> row_major_strides(const Shape& shape) {
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= shape[i];
+    if (i > 0 && __builtin_mul_overflow(s, shape[i], &s))
+      throw Error("shape " + shape_to_string(shape) + " has strides larger than int64 holds");
   }
   return strides;
 }

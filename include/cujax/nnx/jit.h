@@ -165,7 +165,12 @@ auto jit(F f, JitOptions options = {}) {
   return [f, jitted](auto&&... args) {
     // Inside another trace the function is inlined, as cujax::jit does.
     if (trace::current_trace()) return f(args...);
-    auto [out, module_states, optimizer_states, steps] = jitted(detail::lift(args)...);
+    // Named references, not a structured binding: clang before 16 cannot capture bindings.
+    auto result = jitted(detail::lift(args)...);
+    auto& out = std::get<0>(result);
+    auto& module_states = std::get<1>(result);
+    auto& optimizer_states = std::get<2>(result);
+    auto& steps = std::get<3>(result);
     size_t m = 0, o = 0;
     auto write_back = [&](auto& arg) {
       if constexpr (detail::is_module_v<decltype(arg)>) {
