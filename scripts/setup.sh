@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   libzstd-dev
+  libssl-dev        # SHA-256 through OpenSSL's libcrypto
   libcpp-httplib-dev  # `cujax serve` (header-only httplib.h)
   wrk               # the load test of `cujax serve` (tests/cli_serve_load_test.sh)
   clang libclang-rt-dev clang-format

@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4): the checksum of exported artifacts.
+// SHA-256 (FIPS 180-4): the checksum of exported artifacts, computed by OpenSSL's libcrypto.
 #pragma once
 
 #include <array>
@@ -11,16 +11,15 @@ namespace cujax {
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   void update(std::string_view bytes);
   // The digest of everything given to update(); the object is spent afterwards.
   std::array<uint8_t, 32> finish();
 
  private:
-  void block(const uint8_t* p);
-  std::array<uint32_t, 8> h_;
-  std::array<uint8_t, 64> buf_{};
-  size_t buffered_ = 0;
-  uint64_t length_ = 0;  // bytes
+  void* ctx_;  // EVP_MD_CTX, kept out of this header so users need no OpenSSL headers
 };
 
 std::array<uint8_t, 32> sha256(std::string_view bytes);
