@@ -66,8 +66,10 @@ if command -v pkg-config >/dev/null; then
     -o "$work/downstream_pkgconfig" || fail "compiling downstream with pkg-config's flags failed"
   # pkg-config gives no run path: the shared libcujax outside the loader's paths needs one.
   export LD_LIBRARY_PATH="$prefix/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  ldd "$work/downstream_pkgconfig" | grep -q '^[[:space:]]*libcujax\.so' ||
-    fail "downstream (pkg-config) does not link libcujax.so"
+  # ldd's whole output first: `grep -q` quitting early would fail the pipe (pipefail, SIGPIPE).
+  libs=$(ldd "$work/downstream_pkgconfig")
+  grep -q '^[[:space:]]*libcujax\.so' <<<"$libs" ||
+    fail "downstream (pkg-config) does not link libcujax.so: $libs"
   "$work/downstream_pkgconfig" || fail "downstream (pkg-config) failed"
 fi
 echo "install_test: ok"
