@@ -122,10 +122,15 @@ curl -sN "$url/v1/chat/completions" -d "{\"model\": \"model\", \"messages\": [{\
   \"content\": \"Hi\"}], \"max_tokens\": 64, \"stream\": true, \"stream_options\": {\"include_usage\": true}}" \
   >"$work/s3" &
 c3=$!
-for _ in $(seq 200); do
-  grep -q '^data: ' "$work/s1" "$work/s2" "$work/s3" 2>/dev/null && break
+# SIGTERM once the engine holds all four (one generating, three queued: a request still being
+# sent when the server stops listening would be refused, which is not what this checks) and the
+# first tokens arrived.
+for _ in $(seq 500); do
+  held=$(curl -s "$url/metrics" | awk '/^cujax_(active_slots|queue_depth) / {n += $2} END {print n + 0}')
+  [ "$held" -ge 4 ] && grep -q '^data: ' "$work/s1" "$work/s2" "$work/s3" 2>/dev/null && break
   sleep 0.02
 done
+echo "SIGTERM with $held requests held by the engine"
 kill -TERM "$pid"
 unfinished=$(grep -L '^data: \[DONE\]' "$work/s1" "$work/s2" "$work/s3" | wc -l)
 echo "SIGTERM with $unfinished of 3 streams unfinished"
