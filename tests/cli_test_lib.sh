@@ -1,5 +1,6 @@
 # Sourced by the CLI tests after they set `cujax`: a scratch folder $work (removed on exit),
-# fail() counting failures, expect_usage_error, and finish NAME to end with the count.
+# fail() counting failures, expect_usage_error, expect_same_checkpoints, and finish NAME to end
+# with the count.
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -42,4 +43,16 @@ losses_match() {
 finish() {
   if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
   echo "$1: all checks passed"
+}
+
+# expect_same_checkpoints REF OUT STEP WHAT: the parameters' and optimizer state's chunks of
+# step STEP in run OUT are byte-identical to those of run REF (metadata files `_*` aside).
+expect_same_checkpoints() {
+  local ref=$1 out=$2 step=$3 what=$4 part
+  for part in checkpoints opt_state; do
+    (cd "$ref/$part/$step" && find . -type f ! -name '_*' | sort | xargs sha256sum) >"$work/a.sums"
+    (cd "$out/$part/$step" && find . -type f ! -name '_*' | sort | xargs sha256sum) >"$work/b.sums"
+    [ -s "$work/a.sums" ] && cmp -s "$work/a.sums" "$work/b.sums" ||
+      fail "$what$part/$step differs from the uninterrupted run's"
+  done
 }

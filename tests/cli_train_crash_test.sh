@@ -100,12 +100,7 @@ while [ $kills -lt $kills_wanted ]; do
   cmp -s <(cut -d, -f1-4 "$base/ref/metrics.csv") <(cut -d, -f1-4 "$out/metrics.csv") ||
     { fail "run $round: metrics.csv differs from the uninterrupted run's (step, train_loss, val_loss, learning_rate)"
       diff <(cut -d, -f1-4 "$base/ref/metrics.csv") <(cut -d, -f1-4 "$out/metrics.csv") | head -10; }
-  for part in checkpoints opt_state; do
-    (cd "$base/ref/$part/$steps" && find . -type f ! -name '_*' | sort | xargs sha256sum) >"$work/a.sums"
-    (cd "$out/$part/$steps" && find . -type f ! -name '_*' | sort | xargs sha256sum) >"$work/b.sums"
-    [ -s "$work/a.sums" ] && cmp -s "$work/a.sums" "$work/b.sums" ||
-      fail "run $round: $part/$steps differs from the uninterrupted run's"
-  done
+  expect_same_checkpoints "$base/ref" "$out" "$steps" "run $round: "
   rm -rf "$out"
 done
 
