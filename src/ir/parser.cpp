@@ -1398,6 +1398,7 @@ class Parser {
   void parse_chlo_top_k(PendingOp& p);
   void parse_chlo_scan(PendingOp& p);
   void parse_convolution_window(PendingOp& p);
+  void parse_interpreter_op(PendingOp& p);
 
   void parse_op_into(Block& block);
 
@@ -1502,6 +1503,55 @@ void Parser::parse_chlo_types(PendingOp& p) {
   } else {
     fail(at, "expected '->' after the operand types of " + p.name);
   }
+}
+
+// The custom forms of the StableHLO reference interpreter's check and interpreter ops:
+//   check.expect_eq_const %x, dense<...> : type          (also expect_almost_eq_const)
+//   check.expect_almost_eq %a, %b(, tolerance = F)? : type  (also expect_eq, expect_close)
+//   %r = interpreter.probe %x, probe_id = "id" : type
+//   check.expect_serialized_eq %x, probe_id = "id"(, iter = N)? : type
+//   interpreter.print %x : type
+void Parser::parse_interpreter_op(PendingOp& p) {
+  add_operand(p);
+  const bool is_const = p.name.size() > 6 && p.name.ends_with("_const");
+  if (is_const) {
+    expect(',', "before the expected value of " + p.name);
+    ws();
+    if (peek_ident() != "dense" || peek(5) != '<')
+      fail(pos_, "expected a dense<...> value in " + p.name + ", found " + found());
+    p.attrs.push_back({"value", parse_dense(true)});
+  } else if (p.name != "interpreter.probe" && p.name != "check.expect_serialized_eq" &&
+             p.name != "interpreter.print" && consume(',')) {
+    add_operand(p);
+  }
+  while (consume(',')) {
+    ws();
+    const size_t at = pos_;
+    const std::string key(ident("attribute name"));
+    expect('=', "after " + quoted(key));
+    ws();
+    if (key == "probe_id") {
+      p.attrs.push_back({key, Attribute::string_attr(parse_string())});
+    } else if (key == "tolerance") {
+      NumTok t;
+      uint64_t bits = 0;
+      if (!scan_number(&t) || !decimal_to_float_bits(t.text, DType::F64, &bits))
+        fail(at, "expected a number after 'tolerance ='");
+      p.attrs.push_back(
+          {key, make_float_attr(double_from_float_bits(bits, DType::F64), DType::F64)});
+    } else if (key == "iter") {
+      p.attrs.push_back({key, Attribute::integer_attr(parse_int64("iteration"), DType::I64)});
+    } else {
+      fail(at, "unknown attribute " + quoted(key) + " of " + p.name);
+    }
+  }
+  parse_optional_attr_dict(p.attrs);
+  if (is_const) return;  // the literal's type is the operand's
+  expect(':', "before the type of " + p.name);
+  const size_t at = pos_;
+  Type t = parse_type();
+  check_operand_types(p, std::vector<Type>(p.operands.size(), t), at);
+  if (p.name == "interpreter.probe") p.result_types = {std::move(t)};
 }
 
 // chlo.top_k(%x, k = 3) attr-dict : type -> (values type, indices type)
@@ -2087,7 +2137,10 @@ void Parser::parse_op_into(Block& block) {
       fail(name_pos, "unknown operation " + quoted(p.name));
     } else {
       ws();
-      if (p.name == "chlo.top_k" && cur() == '(') {
+      if ((p.name.rfind("check.", 0) == 0 || p.name.rfind("interpreter.", 0) == 0) &&
+          cur() == '%') {
+        parse_interpreter_op(p);
+      } else if (p.name == "chlo.top_k" && cur() == '(') {
         parse_chlo_top_k(p);
       } else if (p.name == "chlo.scan" && cur() == '(') {
         parse_chlo_scan(p);

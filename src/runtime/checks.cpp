@@ -39,7 +39,8 @@ double as_double(const HostTensor& t, int64_t i) {
   });
 }
 
-bool element_holds(CheckKind kind, const HostTensor& a, const HostTensor& b, int64_t i) {
+bool element_holds(CheckKind kind, const HostTensor& a, const HostTensor& b, int64_t i,
+                   double tolerance) {
   const DType dt = a.dtype();
   if (kind == CheckKind::ExpectEq || !is_float(dt)) {
     if (is_float(dt)) {
@@ -47,12 +48,12 @@ bool element_holds(CheckKind kind, const HostTensor& a, const HostTensor& b, int
       if (std::isnan(x) && std::isnan(y)) return true;
     }
     if (kind == CheckKind::ExpectAlmostEq)
-      return std::fabs(as_double(a, i) - as_double(b, i)) <= 1e-3;
+      return std::fabs(as_double(a, i) - as_double(b, i)) <= tolerance;
     return raw_bits(a, i) == raw_bits(b, i);
   }
   const double x = as_double(a, i), y = as_double(b, i);
   if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
-  if (kind == CheckKind::ExpectAlmostEq) return std::fabs(x - y) <= 1e-3;
+  if (kind == CheckKind::ExpectAlmostEq) return x == y || std::fabs(x - y) <= tolerance;
   if (!std::isfinite(x) || !std::isfinite(y)) return raw_bits(a, i) == raw_bits(b, i);
   const int width = bit_width(dt);
   const int64_t ulps = ordered_bits(raw_bits(a, i), width) - ordered_bits(raw_bits(b, i), width);
@@ -62,9 +63,10 @@ bool element_holds(CheckKind kind, const HostTensor& a, const HostTensor& b, int
 }  // namespace
 
 std::optional<CheckKind> check_kind_from_name(std::string_view target) {
-  if (target == "check.expect_eq") return CheckKind::ExpectEq;
+  if (target == "check.expect_eq" || target == "check.expect_eq_const") return CheckKind::ExpectEq;
   if (target == "check.expect_close") return CheckKind::ExpectClose;
-  if (target == "check.expect_almost_eq") return CheckKind::ExpectAlmostEq;
+  if (target == "check.expect_almost_eq" || target == "check.expect_almost_eq_const")
+    return CheckKind::ExpectAlmostEq;
   return std::nullopt;
 }
 
@@ -87,11 +89,11 @@ std::string format_element(const HostTensor& t, int64_t i) {
 }
 
 std::optional<std::string> check_values(CheckKind kind, const HostTensor& actual,
-                                        const HostTensor& expected) {
+                                        const HostTensor& expected, double tolerance) {
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape())
     return "type mismatch: got " + actual.type_string() + ", expected " + expected.type_string();
   for (int64_t i = 0; i < actual.size(); ++i) {
-    if (!element_holds(kind, actual, expected, i))
+    if (!element_holds(kind, actual, expected, i, tolerance))
       return "index " + index_string(actual.shape(), i) + ": got " + format_element(actual, i) +
              ", expected " + format_element(expected, i);
   }

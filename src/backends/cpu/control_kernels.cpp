@@ -62,6 +62,75 @@ Kernel case_kernel(const ir::Operation& op, Compiler& cc) {
   };
 }
 
+// Hands a check's outcome to ExecuteOptions::on_check, or throws when nobody listens.
+void report_check(runtime::CheckResult result, const std::string& where, ExecContext& ctx) {
+  if (ctx.options && ctx.options->on_check) {
+    ctx.options->on_check(result);
+  } else if (!result.passed) {
+    throw RuntimeError(where + ": " + result.name + " failed: " + result.message);
+  }
+}
+
+// The interpreter suite's check ops: check.expect_eq/almost_eq/close between two operands, and
+// check.expect_eq_const/almost_eq_const against their `value` literal.
+Kernel check_op_kernel(const ir::Operation& op, Compiler&) {
+  const auto kind = runtime::check_kind_from_name(op.name);
+  if (!kind) unsupported(op, "is not a known check");
+  const ir::Attribute* value = op.attr("value");
+  const bool is_const = op.name.ends_with("_const");
+  if (is_const && (!value || value->kind != ir::Attribute::Kind::DenseElements))
+    unsupported(op, "needs a dense expected value");
+  if (op.operands.size() != (is_const ? 1u : 2u))
+    unsupported(op, "takes " + std::string(is_const ? "one operand" : "two operands"));
+  const ir::Attribute* tol = op.attr("tolerance");
+  const double tolerance = tol ? tol->floating : 1e-4;
+  const std::optional<HostTensor> expected =
+      is_const ? std::optional<HostTensor>(value->tensor) : std::nullopt;
+  return [kind = *kind, name = op.name, where = op.where(), expected, tolerance](
+             std::span<const HostTensor> in, ExecContext& ctx) {
+    runtime::CheckResult result{name, true, ""};
+    if (auto why = runtime::check_values(kind, in[0], expected ? *expected : in[1], tolerance)) {
+      result.passed = false;
+      result.message = *why;
+    }
+    report_check(std::move(result), where, ctx);
+    return std::vector<HostTensor>{};
+  };
+}
+
+// interpreter.probe passes its operand through and keeps a copy under its probe_id;
+// check.expect_serialized_eq compares a value with the copy the probe kept at iteration `iter`.
+Kernel probe_kernel(const ir::Operation& op, Compiler&) {
+  const ir::Attribute* id = op.attr("probe_id");
+  if (!id || id->kind != ir::Attribute::Kind::String) unsupported(op, "needs a probe_id");
+  return [id = id->text](std::span<const HostTensor> in, ExecContext& ctx) {
+    ctx.probes[id].push_back(in[0]);
+    return std::vector<HostTensor>{in[0]};
+  };
+}
+
+Kernel serialized_eq_kernel(const ir::Operation& op, Compiler&) {
+  const ir::Attribute* id = op.attr("probe_id");
+  if (!id || id->kind != ir::Attribute::Kind::String) unsupported(op, "needs a probe_id");
+  const ir::Attribute* iter = op.attr("iter");
+  const int64_t n = iter ? iter->integer : 0;
+  return [id = id->text, n, name = op.name, where = op.where()](std::span<const HostTensor> in,
+                                                                ExecContext& ctx) {
+    runtime::CheckResult result{name, true, ""};
+    const auto it = ctx.probes.find(id);
+    if (it == ctx.probes.end() || n < 0 || n >= static_cast<int64_t>(it->second.size())) {
+      result.passed = false;
+      result.message = "probe \"" + id + "\" recorded no value at iteration " + std::to_string(n);
+    } else if (auto why = runtime::check_values(runtime::CheckKind::ExpectEq, in[0],
+                                                it->second[static_cast<size_t>(n)])) {
+      result.passed = false;
+      result.message = *why;
+    }
+    report_check(std::move(result), where, ctx);
+    return std::vector<HostTensor>{};
+  };
+}
+
 Kernel custom_call_kernel(const ir::Operation& op, Compiler& cc) {
   if (!compiler::sdpa_target(op).empty()) return sdpa_kernel(op, cc);
   const ir::Attribute* target = op.attr("call_target_name");
@@ -76,11 +145,7 @@ Kernel custom_call_kernel(const ir::Operation& op, Compiler& cc) {
       result.passed = false;
       result.message = *why;
     }
-    if (ctx.options && ctx.options->on_check) {
-      ctx.options->on_check(result);
-    } else if (!result.passed) {
-      throw RuntimeError(where + ": " + name + " failed: " + result.message);
-    }
+    report_check(std::move(result), where, ctx);
     return std::vector<HostTensor>{};
   };
 }
@@ -101,6 +166,11 @@ void register_control_kernels(KernelRegistry& r) {
   r.add("stablehlo.case", case_kernel);
   r.add("stablehlo.custom_call", custom_call_kernel);
   r.add("stablehlo.optimization_barrier", identity_kernel);
+  for (const char* check : {"check.expect_eq", "check.expect_almost_eq", "check.expect_close",
+                            "check.expect_eq_const", "check.expect_almost_eq_const"})
+    r.add(check, check_op_kernel);
+  r.add("interpreter.probe", probe_kernel);
+  r.add("check.expect_serialized_eq", serialized_eq_kernel);
 }
 
 }  // namespace cujax::cpu

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -41,6 +42,9 @@ struct ExecContext {
   // A result that could go into several operands' memory takes one of these first, so that a
   // donated buffer becomes the result that replaces it.
   std::vector<const void*> donated;
+  // interpreter.probe's values by probe_id, one per time the probe ran, for
+  // check.expect_serialized_eq.
+  std::map<std::string, std::vector<HostTensor>> probes;
   bool is_donated(const void* p) const {
     return std::find(donated.begin(), donated.end(), p) != donated.end();
   }
