@@ -1263,7 +1263,12 @@ class Parser {
       return;
     }
     Type t = parse_type();
-    check_operand_types(p, std::vector<Type>(p.operands.size(), t), at);
+    // `stablehlo.complex %re, %im : tensor<...xcomplex<f32>>`: the type is the result's; the
+    // operands have its part type.
+    const Type operand_type = p.name == "stablehlo.complex" && !t.is_token && is_complex(t.dtype)
+                                  ? Type::tensor(t.shape, complex_component(t.dtype))
+                                  : t;
+    check_operand_types(p, std::vector<Type>(p.operands.size(), operand_type), at);
     p.result_types = {std::move(t)};
   }
 

@@ -395,7 +395,6 @@ Kernel dot_general_complex_kernel(const ir::Operation& op) {
   Kernel k;
   visit_complex(ot.dtype, [&](auto tag) {
     using C = typename decltype(tag)::type;
-    using W = Wide<C>;
     k = [=](std::span<const HostTensor> in, ExecContext&) {
       check_input(in[0], lt, where);
       check_input(in[1], rt, where);
@@ -413,7 +412,7 @@ Kernel dot_general_complex_kernel(const ir::Operation& op) {
             la += idx[d] * ls[d];
             rb0 += idx[d] * rs[d];
           }
-          W acc = 0;
+          C acc = 0;
           for (int64_t kk = 0; kk < k_total; ++kk) {
             int64_t r2 = kk, ka = 0, kb = 0;
             for (size_t d = ksize.size(); d-- > 0;) {
@@ -422,9 +421,9 @@ Kernel dot_general_complex_kernel(const ir::Operation& op) {
               ka += v * kls[d];
               kb += v * krs[d];
             }
-            acc += widen(a[la + ka]) * widen(b[rb0 + kb]);
+            acc += a[la + ka] * b[rb0 + kb];
           }
-          o[i] = narrow<C>(acc);
+          o[i] = acc;
         }
       });
       return one(std::move(out));
