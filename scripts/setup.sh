@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   libzstd-dev
+  libkissfft-dev    # the CPU backend's stablehlo.fft (header-only kissfft.hh, BSD-3-Clause)
   libcpp-httplib-dev  # `cujax serve` (header-only httplib.h)
   wrk               # the load test of `cujax serve` (tests/cli_serve_load_test.sh)
   clang libclang-rt-dev clang-format
