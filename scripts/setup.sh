@@ -17,6 +17,7 @@ packages=(
   clang libclang-rt-dev clang-format
   fortunes          # the default training corpus (/usr/share/games/fortunes)
   python3-zarr      # a test reads cujax checkpoints with Python's zarr
+  python3-numpy     # complex_test checks RFFT against numpy.fft
   libopenmpi-dev openmpi-bin  # collectives across processes (distributed::initialize, mpirun)
 )
 
