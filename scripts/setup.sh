@@ -12,11 +12,13 @@ packages=(
   libopenblas-dev
   libzstd-dev
   libssl-dev        # SHA-256 through OpenSSL's libcrypto
+  libkissfft-dev    # the CPU backend's stablehlo.fft (header-only kissfft.hh, BSD-3-Clause)
   libcpp-httplib-dev  # `cujax serve` (header-only httplib.h)
   wrk               # the load test of `cujax serve` (tests/cli_serve_load_test.sh)
   clang libclang-rt-dev clang-format
   fortunes          # the default training corpus (/usr/share/games/fortunes)
   python3-zarr      # a test reads cujax checkpoints with Python's zarr
+  python3-numpy     # complex_test checks RFFT against numpy.fft
   libopenmpi-dev openmpi-bin  # collectives across processes (distributed::initialize, mpirun)
 )
 

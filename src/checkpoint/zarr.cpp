@@ -76,7 +76,7 @@ std::string fill_bytes(const json::Value& fill, DType dtype, const fs::path& fil
     throw Error(file.string() + ": unsupported fill_value");
   }
   std::string out(size_of(dtype), '\0');
-  visit_dtype(dtype, [&](auto tag) {
+  visit_dtype_with_complex(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T x = static_cast<T>(v);
     std::memcpy(out.data(), &x, sizeof(T));
@@ -140,7 +140,9 @@ ArrayInfo read_info(const fs::path& dir) {
       if (c < 1) throw Error("chunk sizes must be positive");
     const std::string& dtype = z.at("dtype").as_string();
     bool found = false;
-    for (DType t : kAllDTypes) {
+    std::vector<DType> dtypes(std::begin(kAllDTypes), std::end(kAllDTypes));
+    dtypes.insert(dtypes.end(), std::begin(kComplexDTypes), std::end(kComplexDTypes));
+    for (DType t : dtypes) {
       std::string s = dtype_string(t);
       if (dtype == s) {
         info.dtype = t;
@@ -216,7 +218,8 @@ HostTensor read_array(const fs::path& dir, const ArrayInfo& info) {
                       std::to_string(chunk_bytes));
         bytes = raw;
       }
-      if (info.big_endian) byteswap_elements(bytes, width);
+      if (info.big_endian)  // a complex element's two parts swap separately
+        byteswap_elements(bytes, size_of(complex_component(info.dtype)));
     } else {
       if (info.fill_value.is_null())
         throw Error("checkpoint: chunk " + file.string() + " is missing (and fill_value is null)");

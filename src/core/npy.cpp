@@ -39,6 +39,10 @@ std::string npy_descr(DType t) {
       return "<f4";
     case DType::F64:
       return "<f8";
+    case DType::C64:
+      return "<c8";
+    case DType::C128:
+      return "<c16";
   }
   return "";
 }
@@ -56,7 +60,7 @@ std::pair<DType, bool> dtype_of_descr(const std::string& descr, const std::strin
       {"b1", DType::Bool}, {"i1", DType::I8},  {"u1", DType::U8},   {"i2", DType::I16},
       {"i4", DType::I32},  {"i8", DType::I64}, {"u2", DType::U16},  {"u4", DType::U32},
       {"u8", DType::U64},  {"f2", DType::F16}, {"V2", DType::BF16}, {"f4", DType::F32},
-      {"f8", DType::F64}};
+      {"f8", DType::F64},  {"c8", DType::C64}, {"c16", DType::C128}};
   if (order == '<' || order == '>' || order == '|' || order == '=')
     for (const auto& [c, t] : kCodes)
       if (code == c) return {t, big};
@@ -111,9 +115,11 @@ Shape parse_shape(const std::string& text, const std::string& what) {
 }
 
 void byteswap(HostTensor& t) {
-  const size_t w = size_of(t.dtype());
+  // A complex element is two floats, each swapped on its own.
+  const size_t w = size_of(complex_component(t.dtype()));
+  const int64_t n = t.size() * (is_complex(t.dtype()) ? 2 : 1);
   auto* p = static_cast<unsigned char*>(t.data());
-  for (int64_t i = 0; i < t.size(); ++i) std::reverse(p + i * w, p + (i + 1) * w);
+  for (int64_t i = 0; i < n; ++i) std::reverse(p + i * w, p + (i + 1) * w);
 }
 
 // Column-major data of `shape` -> row-major.

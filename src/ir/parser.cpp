@@ -536,6 +536,11 @@ class Parser {
     ws();
     const size_t epos = pos_;
     std::string_view e = peek_ident();
+    if (e == "complex") {
+      // complex<f32> / complex<f64>: the whole spelling is the dtype's name.
+      const size_t close = src_.find('>', pos_);
+      if (close != std::string_view::npos) e = src_.substr(pos_, close + 1 - pos_);
+    }
     auto dt = dtype_from_mlir_name(e);
     if (!dt) {
       if (e.empty()) fail(epos, "expected element type in tensor type, found " + found());
@@ -999,6 +1004,17 @@ class Parser {
       pos_ += w.size();
       return;
     }
+    if (is_complex(dt)) {
+      // (re, im), each part a literal of the component type.
+      const DType part = complex_component(dt);
+      const size_t half = size_of(part);
+      expect('(', "to start a complex element of the dense literal");
+      parse_element(part, out);
+      expect(',', "between the real and imaginary parts of a complex element");
+      parse_element(part, out + half);
+      expect(')', "to close a complex element of the dense literal");
+      return;
+    }
     NumTok t;
     if (!scan_number(&t)) fail(at, "expected a number in the dense literal, found " + found());
     const uint64_t bits = is_float(dt) ? float_bits(t, dt) : int_bits(t, dt);
@@ -1060,7 +1076,7 @@ class Parser {
         result = HostTensor(dt, type.shape);
         decode(static_cast<std::byte*>(result.data()), nbytes);
       } else if (nbytes == esize) {
-        std::byte elem[8] = {};
+        std::byte elem[16] = {};  // the widest element: complex<f64>
         decode(elem, esize);
         result = expand_splat(type, elem, at);
       } else {
@@ -1079,7 +1095,7 @@ class Parser {
       parse_dense_list(0, type, buf);
       result = HostTensor::from_bytes(dt, type.shape, buf);
     } else {
-      std::byte elem[8] = {};
+      std::byte elem[16] = {};  // the widest element: complex<f64>
       parse_element(dt, elem);
       result = expand_splat(type, elem, at);
     }
@@ -1247,7 +1263,12 @@ class Parser {
       return;
     }
     Type t = parse_type();
-    check_operand_types(p, std::vector<Type>(p.operands.size(), t), at);
+    // `stablehlo.complex %re, %im : tensor<...xcomplex<f32>>`: the type is the result's; the
+    // operands have its part type.
+    const Type operand_type = p.name == "stablehlo.complex" && !t.is_token && is_complex(t.dtype)
+                                  ? Type::tensor(t.shape, complex_component(t.dtype))
+                                  : t;
+    check_operand_types(p, std::vector<Type>(p.operands.size(), operand_type), at);
     p.result_types = {std::move(t)};
   }
 

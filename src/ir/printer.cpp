@@ -58,6 +58,19 @@ void append_attr_name(std::string& out, std::string_view name) {
 void append_element(std::string& out, const HostTensor& t, int64_t i) {
   const DType dt = t.dtype();
   const auto* base = static_cast<const std::byte*>(t.data()) + static_cast<size_t>(i) * size_of(dt);
+  if (is_complex(dt)) {  // (re,im), as MLIR prints complex elements
+    const DType part = complex_component(dt);
+    const size_t half = size_of(part);
+    uint64_t re = 0, im = 0;
+    std::memcpy(&re, base, half);
+    std::memcpy(&im, base + half, half);
+    out += '(';
+    out += format_float(re, part);
+    out += ',';
+    out += format_float(im, part);
+    out += ')';
+    return;
+  }
   uint64_t bits = 0;
   std::memcpy(&bits, base, size_of(dt));
   if (dt == DType::Bool) {

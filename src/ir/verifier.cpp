@@ -40,7 +40,17 @@ Type scalar(DType t) {
 }
 
 // Element type classes the ops ask for.
-enum class Kinds { Any, Integer, IntOrBool, IntOrFloat, SignedOrFloat, Float };
+enum class Kinds {
+  Any,
+  Integer,
+  IntOrBool,
+  IntOrFloat,
+  SignedOrFloat,
+  Float,
+  FloatOrComplex,
+  IntFloatOrComplex,
+  SignedFloatOrComplex,
+};
 
 bool dtype_in(DType t, Kinds k) {
   switch (k) {
@@ -56,6 +66,12 @@ bool dtype_in(DType t, Kinds k) {
       return is_signed_int(t) || is_float(t);
     case Kinds::Float:
       return is_float(t);
+    case Kinds::FloatOrComplex:
+      return is_float(t) || is_complex(t);
+    case Kinds::IntFloatOrComplex:
+      return is_integer(t) || is_float(t) || is_complex(t);
+    case Kinds::SignedFloatOrComplex:
+      return is_signed_int(t) || is_float(t) || is_complex(t);
   }
   return false;
 }
@@ -74,6 +90,12 @@ std::string_view kinds_name(Kinds k) {
       return "signed integer or floating-point";
     case Kinds::Float:
       return "floating-point";
+    case Kinds::FloatOrComplex:
+      return "floating-point or complex";
+    case Kinds::IntFloatOrComplex:
+      return "integer, floating-point or complex";
+    case Kinds::SignedFloatOrComplex:
+      return "signed integer, floating-point or complex";
   }
   return "";
 }
@@ -388,10 +410,25 @@ void check_compare(OpCheck& c) {
   if (!type) return;
   const DType t = c.operand(0).dtype;
   bool ok = true;
-  if (*type == "FLOAT" || *type == "TOTALORDER") ok = is_float(t);
+  if (*type == "FLOAT") ok = is_float(t) || is_complex(t);
+  if (*type == "TOTALORDER") ok = is_float(t);
   if (*type == "SIGNED") ok = is_signed_int(t);
   if (*type == "UNSIGNED") ok = is_unsigned_int(t) || t == DType::Bool;
   if (!ok) c.fail("compare_type " + *type + " does not fit operands of type " + c.operand(0).str());
+}
+
+// abs: the operand's type, or for a complex operand its part type.
+void check_abs(OpCheck& c) {
+  c.operands_are(1);
+  c.results_are(1);
+  c.tensor_operand(0);
+  const Type& a = c.operand(0);
+  if (!is_complex(a.dtype)) {
+    elementwise_same(c, 1, Kinds::SignedOrFloat);
+    return;
+  }
+  c.result_is(0, Type::tensor(a.shape, complex_component(a.dtype)),
+              "abs of a complex operand has its part type");
 }
 
 void check_is_finite(OpCheck& c) {
@@ -1542,13 +1579,14 @@ const std::unordered_map<std::string, Checker>& checkers() {
     auto binary = [&](const char* name, Kinds k) {
       m[std::string("stablehlo.") + name] = [k](OpCheck& c) { elementwise_same(c, 2, k); };
     };
-    unary("abs", Kinds::SignedOrFloat);
-    unary("negate", Kinds::IntOrFloat);
-    unary("sign", Kinds::SignedOrFloat);
-    for (const char* f : {"ceil", "floor", "round_nearest_afz", "round_nearest_even", "sqrt",
-                          "rsqrt", "cbrt", "exponential", "exponential_minus_one", "log",
-                          "log_plus_one", "logistic", "sine", "cosine", "tan", "tanh"})
+    m["stablehlo.abs"] = check_abs;
+    unary("negate", Kinds::IntFloatOrComplex);
+    unary("sign", Kinds::SignedFloatOrComplex);
+    for (const char* f : {"ceil", "floor", "round_nearest_afz", "round_nearest_even"})
       unary(f, Kinds::Float);
+    for (const char* f : {"sqrt", "rsqrt", "cbrt", "exponential", "exponential_minus_one", "log",
+                          "log_plus_one", "logistic", "sine", "cosine", "tan", "tanh"})
+      unary(f, Kinds::FloatOrComplex);
     unary("not", Kinds::IntOrBool);
     unary("popcnt", Kinds::Integer);
     unary("count_leading_zeros", Kinds::Integer);
@@ -1556,11 +1594,11 @@ const std::unordered_map<std::string, Checker>& checkers() {
     binary("multiply", Kinds::Any);
     binary("maximum", Kinds::Any);
     binary("minimum", Kinds::Any);
-    binary("subtract", Kinds::IntOrFloat);
-    binary("divide", Kinds::IntOrFloat);
+    binary("subtract", Kinds::IntFloatOrComplex);
+    binary("divide", Kinds::IntFloatOrComplex);
     binary("remainder", Kinds::IntOrFloat);
-    binary("power", Kinds::IntOrFloat);
-    binary("atan2", Kinds::Float);
+    binary("power", Kinds::IntFloatOrComplex);
+    binary("atan2", Kinds::FloatOrComplex);
     binary("and", Kinds::IntOrBool);
     binary("or", Kinds::IntOrBool);
     binary("xor", Kinds::IntOrBool);

@@ -27,6 +27,9 @@ enum Node : int {
   kF16,
   kF32,
   kF64,
+  kCWeak,
+  kC64,
+  kC128,
   kNumNodes
 };
 
@@ -46,10 +49,13 @@ struct Lattice {
     edges[kI16] = {kI32};
     edges[kI32] = {kI64};
     edges[kI64] = {kFWeak};
-    edges[kFWeak] = {kBF16, kF16};
+    edges[kFWeak] = {kBF16, kF16, kCWeak};
     edges[kBF16] = {kF32};
     edges[kF16] = {kF32};
-    edges[kF32] = {kF64};
+    edges[kF32] = {kF64, kC64};
+    edges[kF64] = {kC128};
+    edges[kCWeak] = {kC64};
+    edges[kC64] = {kC128};
     for (int n = 0; n < kNumNodes; ++n) {
       std::vector<int> stack{n};
       while (!stack.empty()) {
@@ -103,6 +109,10 @@ int node_of(DType t) {
       return kF32;
     case DType::F64:
       return kF64;
+    case DType::C64:
+      return kC64;
+    case DType::C128:
+      return kC128;
   }
   return kF32;
 }
@@ -111,17 +121,18 @@ int node_of(DType t) {
 int node_of(const WeakDType& t) {
   if (t.weak_type) {
     if (is_float(t.dtype)) return kFWeak;
+    if (is_complex(t.dtype)) return kCWeak;
     if (is_integer(t.dtype)) return kIWeak;
   }
   return node_of(t.dtype);
 }
 
 WeakDType type_of_node(int n) {
-  static constexpr DType kDTypes[kNumNodes] = {DType::Bool, DType::U8,  DType::U16, DType::U32,
-                                               DType::U64,  DType::I32, DType::I8,  DType::I16,
-                                               DType::I32,  DType::I64, DType::F32, DType::BF16,
-                                               DType::F16,  DType::F32, DType::F64};
-  return WeakDType{kDTypes[n], n == kIWeak || n == kFWeak};
+  static constexpr DType kDTypes[kNumNodes] = {
+      DType::Bool, DType::U8,  DType::U16, DType::U32, DType::U64, DType::I32,
+      DType::I8,   DType::I16, DType::I32, DType::I64, DType::F32, DType::BF16,
+      DType::F16,  DType::F32, DType::F64, DType::C64, DType::C64, DType::C128};
+  return WeakDType{kDTypes[n], n == kIWeak || n == kFWeak || n == kCWeak};
 }
 
 }  // namespace

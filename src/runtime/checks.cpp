@@ -70,7 +70,19 @@ std::optional<CheckKind> check_kind_from_name(std::string_view target) {
   return std::nullopt;
 }
 
+// A complex tensor as its real and imaginary parts: a minor dimension of 2 of the part type.
+HostTensor complex_parts(const HostTensor& t) {
+  Shape shape = t.shape();
+  shape.push_back(2);
+  return HostTensor::from_bytes(complex_component(t.dtype()), shape,
+                                {static_cast<const std::byte*>(t.data()), t.nbytes()});
+}
+
 std::string format_element(const HostTensor& t, int64_t i) {
+  if (is_complex(t.dtype())) {
+    const HostTensor parts = complex_parts(t);
+    return "(" + format_element(parts, 2 * i) + "," + format_element(parts, 2 * i + 1) + ")";
+  }
   char buf[64];
   visit_dtype(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -92,6 +104,15 @@ std::optional<std::string> check_values(CheckKind kind, const HostTensor& actual
                                         const HostTensor& expected, double tolerance) {
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape())
     return "type mismatch: got " + actual.type_string() + ", expected " + expected.type_string();
+  if (is_complex(actual.dtype())) {  // each part is checked as a float
+    const HostTensor a = complex_parts(actual), e = complex_parts(expected);
+    for (int64_t i = 0; i < actual.size(); ++i) {
+      if (!element_holds(kind, a, e, 2 * i) || !element_holds(kind, a, e, 2 * i + 1))
+        return "index " + index_string(actual.shape(), i) + ": got " + format_element(actual, i) +
+               ", expected " + format_element(expected, i);
+    }
+    return std::nullopt;
+  }
   for (int64_t i = 0; i < actual.size(); ++i) {
     if (!element_holds(kind, actual, expected, i, tolerance))
       return "index " + index_string(actual.shape(), i) + ": got " + format_element(actual, i) +

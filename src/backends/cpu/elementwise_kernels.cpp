@@ -11,6 +11,7 @@
 #include "backends/cpu/elementwise_ops.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/strided_copy.h"
 
 namespace cujax::cpu {
 
@@ -275,8 +276,10 @@ void visit_width(size_t bytes, Fn&& fn) {
       return fn(TypeTag<uint16_t>{});
     case 4:
       return fn(TypeTag<uint32_t>{});
-    default:
+    case 8:
       return fn(TypeTag<uint64_t>{});
+    default:  // 16: complex<f64>
+      return fn(TypeTag<Word128>{});
   }
 }
 

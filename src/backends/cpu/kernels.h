@@ -147,6 +147,9 @@ void register_reduction_kernels(KernelRegistry& r);    // reduce, reduce_window,
 void register_linalg_kernels(KernelRegistry& r);       // dot_general, convolution, triangular_solve
 void register_random_kernels(KernelRegistry& r);       // rng_bit_generator
 void register_collective_kernels(KernelRegistry& r);   // all_reduce, all_gather, ..., partition_id
+// complex64/complex128 kernels (element-wise, dot_general, fft, reduce, reduce_window, sort):
+// wraps the factories registered before it, so it runs last.
+void register_complex_kernels(KernelRegistry& r);
 
 // The result of an element-wise kernel (each element written after that element of the
 // operands is read): the storage of the first operand among `candidates` that has the result's

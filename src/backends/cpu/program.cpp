@@ -230,6 +230,7 @@ const KernelRegistry& kernel_registry() {
     register_linalg_kernels(r);
     register_random_kernels(r);
     register_collective_kernels(r);
+    register_complex_kernels(r);
     return r;
   }();
   return registry;

@@ -78,8 +78,11 @@ void fill_elements(void* dst, int64_t n, const void* value, size_t w) {
     case 4:
       run(uint32_t{});
       break;
-    default:
+    case 8:
       run(uint64_t{});
+      break;
+    default:  // 16: complex<f64>
+      run(Word128{});
       break;
   }
 }

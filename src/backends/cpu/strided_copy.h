@@ -11,6 +11,11 @@
 
 namespace cujax::cpu {
 
+// A 16-byte element (complex<f64>) moved as one value by the dtype-generic copies.
+struct Word128 {
+  uint64_t lo, hi;
+};
+
 namespace strided_detail {
 
 template <class U>
@@ -151,8 +156,12 @@ inline void run_strided_copy(const index::StridedCopy& c, const void* src, void*
       strided_detail::run_typed(c, static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst),
                                 parallel);
       break;
-    default:
+    case 8:
       strided_detail::run_typed(c, static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst),
+                                parallel);
+      break;
+    default:  // 16: complex<f64>
+      strided_detail::run_typed(c, static_cast<const Word128*>(src), static_cast<Word128*>(dst),
                                 parallel);
       break;
   }

@@ -1,0 +1,309 @@
+// complex64/complex128: dtype names, parsing and printing complex literals, .npy round trips,
+// and the CPU kernels against std::complex in long double, a naive DFT in long double and NumPy.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cujax/core/dtype.h"
+#include "cujax/core/error.h"
+#include "cujax/core/host_tensor.h"
+#include "cujax/core/npy.h"
+#include "cujax/ir/parser.h"
+#include "cujax/ir/printer.h"
+#include "cujax/runtime/backend.h"
+
+namespace cujax {
+namespace {
+
+using C64 = std::complex<float>;
+using C128 = std::complex<double>;
+using CL = std::complex<long double>;
+
+std::vector<HostTensor> run(const std::string& text, const std::vector<HostTensor>& inputs) {
+  auto module = ir::parse_module(text);
+  auto exe = runtime::get_backend("cpu").compile(*module, "main");
+  return exe->execute_on_host(inputs);
+}
+
+template <class C>
+HostTensor tensor_of(const std::vector<C>& v, Shape shape) {
+  return HostTensor::from_bytes(
+      dtype_of<C>(), std::move(shape),
+      {reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(C)});
+}
+
+// Distance in units of the last place of the part type, per part.
+template <class R>
+double ulps(R got, long double want) {
+  if (std::isnan(got) && std::isnan(static_cast<double>(want))) return 0;
+  const long double scale = std::max<long double>(
+      std::numeric_limits<R>::min(), std::fabs(want) * std::numeric_limits<R>::epsilon());
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / scale);
+}
+
+TEST(ComplexDType, NamesAndSizes) {
+  EXPECT_EQ(size_of(DType::C64), 8u);
+  EXPECT_EQ(size_of(DType::C128), 16u);
+  EXPECT_EQ(mlir_name(DType::C64), "complex<f32>");
+  EXPECT_EQ(numpy_name(DType::C128), "complex128");
+  EXPECT_EQ(dtype_from_mlir_name("complex<f64>"), DType::C128);
+  EXPECT_EQ(dtype_from_numpy_name("complex64"), DType::C64);
+  EXPECT_EQ(complex_component(DType::C64), DType::F32);
+  EXPECT_TRUE(is_complex(DType::C128));
+  EXPECT_FALSE(is_float(DType::C64));
+  EXPECT_THROW(visit_dtype(DType::C64, [](auto) {}), UnsupportedError);
+}
+
+TEST(ComplexParse, LiteralsRoundTrip) {
+  const std::string text = R"(
+func.func @main() -> (tensor<2xcomplex<f32>>, tensor<complex<f64>>, tensor<2xcomplex<f32>>) {
+  %0 = stablehlo.constant dense<[(1.5,-2.0), (0x7FC00000,3.0)]> : tensor<2xcomplex<f32>>
+  %1 = stablehlo.constant dense<(0xFFF0000000000000,0.000000e+00)> : tensor<complex<f64>>
+  %2 = stablehlo.constant dense<"0x0000803F000000400000404000008040"> : tensor<2xcomplex<f32>>
+  return %0, %1, %2 : tensor<2xcomplex<f32>>, tensor<complex<f64>>, tensor<2xcomplex<f32>>
+}
+)";
+  auto m = ir::parse_module(text);
+  const std::string printed = ir::print_module(*m);
+  EXPECT_NE(printed.find("complex<f32>"), std::string::npos);
+  EXPECT_EQ(ir::print_module(*ir::parse_module(printed)), printed);
+  auto out = run(text, {});
+  const auto a = out[0].to_vector<C64>();
+  EXPECT_EQ(a[0], C64(1.5f, -2.0f));
+  EXPECT_TRUE(std::isnan(a[1].real()));
+  EXPECT_EQ(a[1].imag(), 3.0f);
+  const auto b = out[1].to_vector<C128>();
+  EXPECT_EQ(b[0].real(), -INFINITY);
+  const auto c = out[2].to_vector<C64>();
+  EXPECT_EQ(c[0], C64(1, 2));
+  EXPECT_EQ(c[1], C64(3, 4));
+  EXPECT_THROW(ir::parse_module("func.func @main() -> tensor<complex<f32>> {\n"
+                                "  %0 = stablehlo.constant dense<(1.0)> : tensor<complex<f32>>\n"
+                                "  return %0 : tensor<complex<f32>>\n}\n"),
+               ParseError);
+}
+
+TEST(ComplexNpy, RoundTripAndDescr) {
+  EXPECT_EQ(npy_descr(DType::C64), "<c8");
+  EXPECT_EQ(npy_descr(DType::C128), "<c16");
+  const auto path = std::filesystem::temp_directory_path() / "cujax_complex_test.npy";
+  const std::vector<C128> v = {{1, -2}, {0.25, 1e300}, {-0.0, 3}};
+  save_npy(path.string(), tensor_of(v, {3}));
+  const HostTensor back = load_npy(path.string());
+  EXPECT_EQ(back.dtype(), DType::C128);
+  EXPECT_EQ(back.to_vector<C128>(), v);
+  std::filesystem::remove(path);
+}
+
+// Each unary op on a spread of values, against std::complex<long double>.
+TEST(ComplexKernels, UnaryAgainstLongDouble) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-4, 4);
+  std::vector<C64> xs;
+  for (int i = 0; i < 200; ++i)
+    xs.emplace_back(static_cast<float>(u(rng)), static_cast<float>(u(rng)));
+  xs.emplace_back(1e-5f, -2e-6f);  // where expm1/log1p cancel
+  std::vector<C128> xd(xs.begin(), xs.end());
+  struct Case {
+    const char* op;
+    CL (*ref)(CL);
+  };
+  const Case cases[] = {
+      {"exponential", [](CL z) { return std::exp(z); }},
+      {"log", [](CL z) { return std::log(z); }},
+      {"sqrt", [](CL z) { return std::sqrt(z); }},
+      {"rsqrt", [](CL z) { return CL(1) / std::sqrt(z); }},
+      {"sine", [](CL z) { return std::sin(z); }},
+      {"cosine", [](CL z) { return std::cos(z); }},
+      {"tan", [](CL z) { return std::tan(z); }},
+      {"tanh", [](CL z) { return std::tanh(z); }},
+      {"sign", [](CL z) { return z / std::abs(z); }},
+      // exp(z) - 1 and log(1 + z) with enough extra precision in long double for these inputs.
+      {"exponential_minus_one", [](CL z) { return std::exp(z) - CL(1); }},
+      {"log_plus_one", [](CL z) { return std::log(CL(1) + z); }},
+  };
+  for (const Case& c : cases) {
+    for (const char* t : {"complex<f32>", "complex<f64>"}) {
+      const std::string ty = std::string("tensor<201x") + t + ">";
+      const std::string text = "func.func @main(%a: " + ty + ") -> " + ty +
+                               " {\n  %0 = stablehlo." + c.op + " %a : " + ty +
+                               "\n  return %0 : " + ty + "\n}\n";
+      const bool f32 = std::string(t) == "complex<f32>";
+      auto out = run(text, {f32 ? tensor_of(xs, {201}) : tensor_of(xd, {201})});
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const CL want = c.ref(CL(xd[i].real(), xd[i].imag()));
+        // The long double reference of expm1/log1p near 0 is itself only ~1e-14 relative.
+        const double tol = (!f32 && i == 200) ? 1e6 : 3;
+        if (f32) {
+          const C64 got = out[0].to_vector<C64>()[i];
+          EXPECT_LE(ulps(got.real(), want.real()), tol) << c.op << " " << t << " at " << xs[i];
+          EXPECT_LE(ulps(got.imag(), want.imag()), tol) << c.op << " " << t << " at " << xs[i];
+        } else {
+          const C128 got = out[0].to_vector<C128>()[i];
+          EXPECT_LE(ulps(got.real(), want.real()), tol) << c.op << " " << t << " at " << xd[i];
+          EXPECT_LE(ulps(got.imag(), want.imag()), tol) << c.op << " " << t << " at " << xd[i];
+        }
+      }
+    }
+  }
+}
+
+TEST(ComplexKernels, ArithmeticPartsCompareConvert) {
+  const std::vector<C64> a = {{1, 2}, {-3, 0.5f}, {0, 0}};
+  const std::vector<C64> b = {{2, -1}, {-3, 0.5f}, {4, 1}};
+  const std::string ty = "tensor<3xcomplex<f32>>";
+  const std::string text = R"(
+func.func @main(%a: tensor<3xcomplex<f32>>, %b: tensor<3xcomplex<f32>>)
+    -> (tensor<3xcomplex<f32>>, tensor<3xcomplex<f32>>, tensor<3xi1>, tensor<3xf32>,
+        tensor<3xf32>, tensor<3xf32>, tensor<3xcomplex<f32>>, tensor<3xcomplex<f64>>,
+        tensor<3xf32>) {
+  %0 = stablehlo.multiply %a, %b : tensor<3xcomplex<f32>>
+  %1 = stablehlo.divide %a, %b : tensor<3xcomplex<f32>>
+  %2 = stablehlo.compare EQ, %a, %b : (tensor<3xcomplex<f32>>, tensor<3xcomplex<f32>>) -> tensor<3xi1>
+  %3 = stablehlo.real %a : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+  %4 = stablehlo.imag %a : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+  %5 = stablehlo.abs %a : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+  %6 = stablehlo.complex %4, %3 : tensor<3xcomplex<f32>>
+  %7 = stablehlo.convert %a : (tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f64>>
+  %8 = stablehlo.convert %a : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<3xcomplex<f32>>, tensor<3xcomplex<f32>>,
+      tensor<3xi1>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xcomplex<f32>>,
+      tensor<3xcomplex<f64>>, tensor<3xf32>
+}
+)";
+  auto out = run(text, {tensor_of(a, {3}), tensor_of(b, {3})});
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[0].to_vector<C64>()[i], a[i] * b[i]);
+    const C64 q = out[1].to_vector<C64>()[i];
+    EXPECT_NEAR(q.real(), (a[i] / b[i]).real(), 1e-6);
+    EXPECT_NEAR(q.imag(), (a[i] / b[i]).imag(), 1e-6);
+    EXPECT_EQ(out[2].to_vector<bool>()[i], a[i] == b[i]);
+    EXPECT_EQ(out[3].to_vector<float>()[i], a[i].real());
+    EXPECT_EQ(out[4].to_vector<float>()[i], a[i].imag());
+    EXPECT_FLOAT_EQ(out[5].to_vector<float>()[i], std::abs(a[i]));
+    EXPECT_EQ(out[6].to_vector<C64>()[i], C64(a[i].imag(), a[i].real()));
+    EXPECT_EQ(out[7].to_vector<C128>()[i], C128(a[i]));
+    EXPECT_EQ(out[8].to_vector<float>()[i], a[i].real());
+  }
+}
+
+TEST(ComplexKernels, DotGeneralAndReduce) {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> g;
+  std::vector<C128> a(2 * 3 * 4), b(2 * 4 * 5);
+  for (auto& x : a) x = {g(rng), g(rng)};
+  for (auto& x : b) x = {g(rng), g(rng)};
+  const std::string text = R"(
+func.func @main(%a: tensor<2x3x4xcomplex<f64>>, %b: tensor<2x4x5xcomplex<f64>>)
+    -> (tensor<2x3x5xcomplex<f64>>, tensor<2x4xcomplex<f64>>) {
+  %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x3x4xcomplex<f64>>, tensor<2x4x5xcomplex<f64>>) -> tensor<2x3x5xcomplex<f64>>
+  %z = stablehlo.constant dense<(0.0,0.0)> : tensor<complex<f64>>
+  %1 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x3x4xcomplex<f64>>, tensor<complex<f64>>) -> tensor<2x4xcomplex<f64>>
+  return %0, %1 : tensor<2x3x5xcomplex<f64>>, tensor<2x4xcomplex<f64>>
+}
+)";
+  auto out = run(text, {tensor_of(a, {2, 3, 4}), tensor_of(b, {2, 4, 5})});
+  const auto d = out[0].to_vector<C128>();
+  for (int n = 0; n < 2; ++n)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) {
+        CL want = 0;
+        for (int k = 0; k < 4; ++k) want += CL(a[(n * 3 + i) * 4 + k]) * CL(b[(n * 4 + k) * 5 + j]);
+        const C128 got = d[(n * 3 + i) * 5 + j];
+        EXPECT_NEAR(got.real(), static_cast<double>(want.real()), 1e-13);
+        EXPECT_NEAR(got.imag(), static_cast<double>(want.imag()), 1e-13);
+      }
+  const auto s = out[1].to_vector<C128>();
+  for (int n = 0; n < 2; ++n)
+    for (int k = 0; k < 4; ++k) {
+      C128 want = 0;
+      for (int i = 0; i < 3; ++i) want += a[(n * 3 + i) * 4 + k];
+      EXPECT_NEAR(std::abs(s[n * 4 + k] - want), 0, 1e-14);
+    }
+}
+
+// The DFT of x along its last axis, computed naively in long double.
+std::vector<CL> naive_dft(const std::vector<CL>& x, int64_t n, bool inverse) {
+  std::vector<CL> y(x.size());
+  const long double pi = 3.141592653589793238462643383279502884L;
+  for (size_t row = 0; row < x.size() / n; ++row)
+    for (int64_t k = 0; k < n; ++k) {
+      CL acc = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const long double ang = (inverse ? 2 : -2) * pi * static_cast<long double>(j * k % n) / n;
+        acc += x[row * n + j] * CL(std::cos(ang), std::sin(ang));
+      }
+      y[row * n + k] = inverse ? acc / static_cast<long double>(n) : acc;
+    }
+  return y;
+}
+
+TEST(ComplexFft, OneDimAgainstNaiveDft) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> g;
+  for (int64_t n : {1, 7, 16, 17, 30}) {
+    std::vector<C128> x(3 * n);
+    for (auto& v : x) v = {g(rng), g(rng)};
+    std::vector<CL> xl(x.begin(), x.end());
+    for (const char* type : {"FFT", "IFFT"}) {
+      const std::string ty = "tensor<3x" + std::to_string(n) + "xcomplex<f64>>";
+      const std::string text = "func.func @main(%a: " + ty + ") -> " + ty +
+                               " {\n  %0 = stablehlo.fft %a, type = " + type + ", length = [" +
+                               std::to_string(n) + "] : (" + ty + ") -> " + ty +
+                               "\n  return %0 : " + ty + "\n}\n";
+      const auto got = run(text, {tensor_of(x, {3, n})})[0].to_vector<C128>();
+      const auto want = naive_dft(xl, n, std::string(type) == "IFFT");
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_NEAR(got[i].real(), static_cast<double>(want[i].real()), 1e-12) << type << n;
+        EXPECT_NEAR(got[i].imag(), static_cast<double>(want[i].imag()), 1e-12) << type << n;
+      }
+    }
+  }
+}
+
+// RFFT then IRFFT over two axes gives the input back; RFFT matches numpy.fft.rfft2.
+TEST(ComplexFft, RealTwoDimAgainstNumpy) {
+  std::vector<float> x(4 * 6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7f * static_cast<float>(i)) + 0.1f * i;
+  const std::string text = R"(
+func.func @main(%a: tensor<4x6xf32>) -> (tensor<4x4xcomplex<f32>>, tensor<4x6xf32>) {
+  %0 = stablehlo.fft %a, type = RFFT, length = [4, 6] : (tensor<4x6xf32>) -> tensor<4x4xcomplex<f32>>
+  %1 = stablehlo.fft %0, type = IRFFT, length = [4, 6] : (tensor<4x4xcomplex<f32>>) -> tensor<4x6xf32>
+  return %0, %1 : tensor<4x4xcomplex<f32>>, tensor<4x6xf32>
+}
+)";
+  HostTensor in = HostTensor::from_bytes(
+      DType::F32, {4, 6}, {reinterpret_cast<const std::byte*>(x.data()), x.size() * 4});
+  auto out = run(text, {in});
+  const auto back = out[1].to_vector<float>();
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(back[i], x[i], 1e-5);
+
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string in_path = (dir / "cujax_complex_rfft_in.npy").string();
+  const std::string out_path = (dir / "cujax_complex_rfft_out.npy").string();
+  save_npy(in_path, in);
+  const std::string cmd = "python3 -c \"import numpy as np; np.save('" + out_path +
+                          "', np.fft.rfft2(np.load('" + in_path + "').astype(np.float64)))\"";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "python3 with numpy is not available";
+  const HostTensor want = load_npy(out_path);
+  ASSERT_EQ(want.dtype(), DType::C128);
+  ASSERT_EQ(want.shape(), Shape({4, 4}));
+  const auto w = want.to_vector<C128>();
+  const auto g = out[0].to_vector<C64>();
+  for (size_t i = 0; i < w.size(); ++i) {
+    EXPECT_NEAR(g[i].real(), w[i].real(), 1e-4 * (1 + std::abs(w[i])));
+    EXPECT_NEAR(g[i].imag(), w[i].imag(), 1e-4 * (1 + std::abs(w[i])));
+  }
+  std::filesystem::remove(in_path);
+  std::filesystem::remove(out_path);
+}
+
+}  // namespace
+}  // namespace cujax
