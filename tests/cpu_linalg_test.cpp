@@ -11,8 +11,10 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "cujax/core/dtype.h"
 #include "cujax/core/error.h"
 #include "cujax/core/half.h"
 #include "cujax/core/host_tensor.h"
@@ -59,35 +61,13 @@ int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
 
 // Element i of a tensor as a double (exact for every dtype here except huge 64-bit ints).
 double get(const HostTensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::Bool:
-      return t.data_as<bool>()[i];
-    case DType::I8:
-      return t.data_as<int8_t>()[i];
-    case DType::I16:
-      return t.data_as<int16_t>()[i];
-    case DType::I32:
-      return t.data_as<int32_t>()[i];
-    case DType::I64:
-      return static_cast<double>(t.data_as<int64_t>()[i]);
-    case DType::U8:
-      return t.data_as<uint8_t>()[i];
-    case DType::U16:
-      return t.data_as<uint16_t>()[i];
-    case DType::U32:
-      return t.data_as<uint32_t>()[i];
-    case DType::U64:
-      return static_cast<double>(t.data_as<uint64_t>()[i]);
-    case DType::F16:
-      return static_cast<float>(t.data_as<float16>()[i]);
-    case DType::BF16:
-      return static_cast<float>(t.data_as<bfloat16>()[i]);
-    case DType::F32:
-      return t.data_as<float>()[i];
-    case DType::F64:
-      return t.data_as<double>()[i];
-  }
-  return 0;
+  return visit_dtype(t.dtype(), [&](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>)
+      return static_cast<float>(t.data_as<T>()[i]);
+    else
+      return static_cast<double>(t.data_as<T>()[i]);
+  });
 }
 
 // A tensor of `dtype` with values drawn by `gen` (rounded to the dtype).
@@ -96,47 +76,17 @@ HostTensor random_tensor(DType dtype, const Shape& shape, std::mt19937& rng,
   HostTensor t(dtype, shape);
   for (int64_t i = 0; i < t.size(); ++i) {
     const double v = gen(rng);
-    switch (dtype) {
-      case DType::Bool:
+    visit_dtype(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, bool>)
         t.data_as<bool>()[i] = v != 0;
-        break;
-      case DType::I8:
-        t.data_as<int8_t>()[i] = static_cast<int8_t>(static_cast<int64_t>(v));
-        break;
-      case DType::I16:
-        t.data_as<int16_t>()[i] = static_cast<int16_t>(static_cast<int64_t>(v));
-        break;
-      case DType::I32:
-        t.data_as<int32_t>()[i] = static_cast<int32_t>(static_cast<int64_t>(v));
-        break;
-      case DType::I64:
-        t.data_as<int64_t>()[i] = static_cast<int64_t>(v);
-        break;
-      case DType::U8:
-        t.data_as<uint8_t>()[i] = static_cast<uint8_t>(static_cast<int64_t>(v));
-        break;
-      case DType::U16:
-        t.data_as<uint16_t>()[i] = static_cast<uint16_t>(static_cast<int64_t>(v));
-        break;
-      case DType::U32:
-        t.data_as<uint32_t>()[i] = static_cast<uint32_t>(static_cast<int64_t>(v));
-        break;
-      case DType::U64:
-        t.data_as<uint64_t>()[i] = static_cast<uint64_t>(static_cast<int64_t>(v));
-        break;
-      case DType::F16:
-        t.data_as<float16>()[i] = float16(v);
-        break;
-      case DType::BF16:
-        t.data_as<bfloat16>()[i] = bfloat16(v);
-        break;
-      case DType::F32:
-        t.data_as<float>()[i] = static_cast<float>(v);
-        break;
-      case DType::F64:
-        t.data_as<double>()[i] = v;
-        break;
-    }
+      else if constexpr (std::is_integral_v<T>)
+        t.data_as<T>()[i] = static_cast<T>(static_cast<int64_t>(v));
+      else if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>)
+        t.data_as<T>()[i] = T(v);
+      else
+        t.data_as<T>()[i] = static_cast<T>(v);
+    });
   }
   return t;
 }

@@ -107,7 +107,8 @@ std::optional<std::string> check_values(CheckKind kind, const HostTensor& actual
   if (is_complex(actual.dtype())) {  // each part is checked as a float
     const HostTensor a = complex_parts(actual), e = complex_parts(expected);
     for (int64_t i = 0; i < actual.size(); ++i) {
-      if (!element_holds(kind, a, e, 2 * i) || !element_holds(kind, a, e, 2 * i + 1))
+      if (!element_holds(kind, a, e, 2 * i, tolerance) ||
+          !element_holds(kind, a, e, 2 * i + 1, tolerance))
         return "index " + index_string(actual.shape(), i) + ": got " + format_element(actual, i) +
                ", expected " + format_element(expected, i);
     }
