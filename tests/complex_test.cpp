@@ -289,7 +289,11 @@ func.func @main(%a: tensor<4x6xf32>) -> (tensor<4x4xcomplex<f32>>, tensor<4x6xf3
   const std::string in_path = (dir / "cujax_complex_rfft_in.npy").string();
   const std::string out_path = (dir / "cujax_complex_rfft_out.npy").string();
   save_npy(in_path, in);
-  const std::string cmd = "python3 -c \"import numpy as np; np.save('" + out_path +
+  // Debian's python3-numpy lives under the system interpreter, which may not be the first
+  // python3 on PATH (pyenv, venvs).
+  const std::string python =
+      std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string cmd = python + " -c \"import numpy as np; np.save('" + out_path +
                           "', np.fft.rfft2(np.load('" + in_path + "').astype(np.float64)))\"";
   if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "python3 with numpy is not available";
   const HostTensor want = load_npy(out_path);
