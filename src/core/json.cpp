@@ -1,8 +1,9 @@
 #include "cujax/core/json.h"
 
-#include <charconv>
 #include <cmath>
-#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "cujax/core/error.h"
 
@@ -33,204 +34,98 @@ const char* kind_name(Value::Kind k) {
   throw Error(std::string("JSON: expected ") + want + ", got " + kind_name(got));
 }
 
-class Parser {
+// Builds Values straight from nlohmann-json's SAX events: no intermediate DOM, objects keep
+// their order, a repeated key keeps its last value (as Python's json module), and nesting
+// deeper than kMaxDepth is an error rather than a deep recursion.
+class Builder : public nlohmann::json_sax<nlohmann::json> {
  public:
-  Parser(std::string_view text, const std::string& what) : s_(text), what_(what) {}
+  explicit Builder(const std::string& what) : what_(what) {}
+  Value result;
 
-  Value document() {
-    Value v = value(0);
-    skip_ws();
-    if (pos_ != s_.size()) fail("trailing characters");
-    return v;
+  bool null() override { return add(Value()); }
+  bool boolean(bool b) override { return add(Value(b)); }
+  bool number_integer(number_integer_t i) override { return add(Value(int64_t{i})); }
+  bool number_unsigned(number_unsigned_t u) override {
+    // Beyond int64 the value is kept as the nearest double, as Python's json does for floats.
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return add(Value(static_cast<double>(u)));
+    return add(Value(static_cast<int64_t>(u)));
+  }
+  bool number_float(number_float_t d, const string_t&) override { return add(Value(d)); }
+  bool string(string_t& s) override { return add(Value(std::move(s))); }
+  bool binary(binary_t&) override { return false; }  // not produced by the text format
+  bool start_object(std::size_t) override {
+    push();
+    frames_.back().is_object = true;
+    return true;
+  }
+  bool key(string_t& k) override {
+    frames_.back().key = std::move(k);
+    return true;
+  }
+  bool end_object() override { return pop(); }
+  bool start_array(std::size_t) override {
+    push();
+    return true;
+  }
+  bool end_array() override { return pop(); }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
+    // nlohmann's message starts with "[json.exception.parse_error.N] "; the rest says what and
+    // where (line, column).
+    std::string msg = ex.what();
+    if (const size_t p = msg.find("] "); msg.rfind("[json.exception.", 0) == 0 && p != msg.npos)
+      msg = msg.substr(p + 2);
+    throw Error(what_ + ": " + msg + " (byte offset " + std::to_string(position) + ")");
   }
 
  private:
-  [[noreturn]] void fail(const std::string& msg) const {
-    throw Error(what_ + ": " + msg + " at offset " + std::to_string(pos_));
+  struct Frame {
+    bool is_object = false;
+    Value::Array array;
+    Value::Object object;
+    std::unordered_map<std::string, size_t> index;  // key -> position in `object`
+    std::string key;
+  };
+
+  void push() {
+    if (frames_.size() >= kMaxDepth)
+      throw Error(what_ + ": nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    frames_.emplace_back();
   }
-  void skip_ws() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r'))
-      ++pos_;
+  bool pop() {
+    Frame f = std::move(frames_.back());
+    frames_.pop_back();
+    return add(f.is_object ? Value::object(std::move(f.object)) : Value(std::move(f.array)));
   }
-  bool consume(char c) {
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
+  bool add(Value v) {
+    if (frames_.empty()) {
+      result = std::move(v);
       return true;
     }
-    return false;
-  }
-  void expect(char c) {
-    if (!consume(c)) fail(std::string("expected '") + c + "'");
-  }
-  bool literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) return false;
-    pos_ += word.size();
+    Frame& f = frames_.back();
+    if (!f.is_object) {
+      f.array.push_back(std::move(v));
+    } else if (auto [it, fresh] = f.index.try_emplace(f.key, f.object.size()); fresh) {
+      f.object.emplace_back(std::move(f.key), std::move(v));
+    } else {
+      f.object[it->second].second = std::move(v);
+    }
     return true;
   }
 
-  Value value(int depth) {
-    if (depth > 256) fail("nesting too deep");
-    skip_ws();
-    if (pos_ >= s_.size()) fail("unexpected end");
-    const char c = s_[pos_];
-    if (c == '{') {
-      ++pos_;
-      Value obj = Value::object();
-      if (consume('}')) return obj;
-      do {
-        skip_ws();
-        if (pos_ >= s_.size() || s_[pos_] != '"') fail("expected a string key");
-        std::string key = string();
-        expect(':');
-        obj.set(std::move(key), value(depth + 1));
-      } while (consume(','));
-      expect('}');
-      return obj;
-    }
-    if (c == '[') {
-      ++pos_;
-      Value arr{Value::Array{}};
-      if (consume(']')) return arr;
-      do arr.push_back(value(depth + 1));
-      while (consume(','));
-      expect(']');
-      return arr;
-    }
-    if (c == '"') return Value(string());
-    if (literal("true")) return Value(true);
-    if (literal("false")) return Value(false);
-    if (literal("null")) return Value();
-    // Python's json module writes these for non-finite floats.
-    if (literal("NaN")) return Value(std::nan(""));
-    if (literal("Infinity")) return Value(HUGE_VAL);
-    if (literal("-Infinity")) return Value(-HUGE_VAL);
-    return number();
-  }
-
-  Value number() {
-    const size_t start = pos_;
-    bool integral = true;
-    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_];
-      if (c >= '0' && c <= '9') {
-        ++pos_;
-      } else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
-        integral = false;
-        ++pos_;
-      } else {
-        break;
-      }
-    }
-    const std::string_view tok = s_.substr(start, pos_ - start);
-    if (tok.empty() || tok == "-") fail("unexpected character");
-    if (integral) {
-      int64_t i = 0;
-      auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), i);
-      if (ec == std::errc() && p == tok.data() + tok.size()) return Value(i);
-    }
-    double d = 0;
-    auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), d);
-    if (ec != std::errc() || p != tok.data() + tok.size()) {
-      pos_ = start;
-      fail("malformed number");
-    }
-    return Value(d);
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  uint32_t hex4() {
-    if (pos_ + 4 > s_.size()) fail("short \\u escape");
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = s_[pos_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9')
-        v |= c - '0';
-      else if (c >= 'a' && c <= 'f')
-        v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        v |= c - 'A' + 10;
-      else
-        fail("bad \\u escape");
-    }
-    return v;
-  }
-
-  std::string string() {
-    ++pos_;  // opening quote
-    std::string out;
-    while (true) {
-      if (pos_ >= s_.size()) fail("unterminated string");
-      const char c = s_[pos_++];
-      if (c == '"') return out;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= s_.size()) fail("unterminated string");
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out += e;
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u': {
-          uint32_t cp = hex4();
-          if (cp >= 0xD800 && cp < 0xDC00 && s_.substr(pos_, 2) == "\\u") {
-            pos_ += 2;
-            const uint32_t lo = hex4();
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default:
-          fail("bad escape");
-      }
-    }
-  }
-
-  std::string_view s_;
   const std::string& what_;
-  size_t pos_ = 0;
+  std::vector<Frame> frames_;
 };
 
+// A scalar as nlohmann-json writes it: escaped, UTF-8-checked strings and shortest round-trip
+// numbers. Bytes that are not UTF-8 (a token cut mid-character) become U+FFFD.
+std::string scalar_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Containers with Python's json.dumps separators (", " and ": " when compact), the form Orbax
+// and REFERENCE.md show; the scalars inside go through nlohmann-json.
 void dump_to(std::string& out, const Value& v, int indent, int level) {
   auto newline = [&](int lvl) {
     if (indent < 0) return;
@@ -247,23 +142,11 @@ void dump_to(std::string& out, const Value& v, int indent, int level) {
     case Value::Kind::Int:
       out += std::to_string(v.as_int());
       return;
-    case Value::Kind::Float: {
-      const double d = v.as_double();
-      if (std::isnan(d)) {
-        out += "NaN";
-      } else if (std::isinf(d)) {
-        out += d > 0 ? "Infinity" : "-Infinity";
-      } else {
-        char buf[32];
-        auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
-        std::string s(buf, p);
-        if (s.find_first_of(".e") == std::string::npos) s += ".0";  // as Python prints floats
-        out += s;
-      }
+    case Value::Kind::Float:
+      out += scalar_text(v.as_double());  // non-finite values are written as null
       return;
-    }
     case Value::Kind::String:
-      out += quote(v.as_string());
+      out += scalar_text(v.as_string());
       return;
     case Value::Kind::Array: {
       const auto& a = v.as_array();
@@ -283,7 +166,7 @@ void dump_to(std::string& out, const Value& v, int indent, int level) {
       for (size_t i = 0; i < o.size(); ++i) {
         if (i) out += indent < 0 ? ", " : ",";
         newline(level + 1);
-        out += quote(o[i].first);
+        out += scalar_text(o[i].first);
         out += ": ";
         dump_to(out, o[i].second, indent, level + 1);
       }
@@ -353,7 +236,13 @@ void Value::push_back(Value v) {
 }
 
 Value parse(std::string_view text, const std::string& what) {
-  return Parser(text, what).document();
+  if (text.size() > kMaxBytes)
+    throw Error(what + ": " + std::to_string(text.size()) + " bytes, more than the " +
+                std::to_string(kMaxBytes) + " a JSON document may have");
+  Builder b(what);
+  // Strict RFC 8259: no comments, no NaN/Infinity literals, valid UTF-8 in strings.
+  nlohmann::json::sax_parse(text, &b, nlohmann::json::input_format_t::json, true, false);
+  return std::move(b.result);
 }
 
 std::string dump(const Value& v, int indent) {
@@ -363,35 +252,7 @@ std::string dump(const Value& v, int indent) {
 }
 
 std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  return scalar_text(std::string(s));
 }
 
 }  // namespace cujax::json

@@ -1,8 +1,11 @@
 // JSON values for the metadata files cujax reads and writes (Orbax checkpoints, exported
-// artifacts). Objects keep their insertion order, and integers are kept apart from floats so
-// that shapes and timestamps round-trip exactly.
+// artifacts, serving bundles, config.json, the server's requests). Objects keep their insertion
+// order, and integers are kept apart from floats so that shapes and timestamps round-trip
+// exactly. Parsing and writing go through nlohmann-json; this is the value type the rest of
+// cujax reads, so that callers' errors name the file and field.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -61,9 +64,15 @@ class Value {
   Object object_;
 };
 
-// Throws Error "<what>: <message> at offset N" for malformed text.
+// Limits on untrusted input: deeper nesting or a longer text is an Error, not a crash.
+inline constexpr size_t kMaxDepth = 256;
+inline constexpr size_t kMaxBytes = size_t{1} << 30;
+
+// Strict RFC 8259 (no NaN/Infinity literals, no comments, strings valid UTF-8). Throws Error
+// "<what>: <message> (byte offset N)" for malformed text; a key given twice keeps its last value.
 Value parse(std::string_view text, const std::string& what = "JSON");
-// Compact when indent < 0; otherwise one member per line, `indent` spaces per level.
+// Compact when indent < 0; otherwise one member per line, `indent` spaces per level. Non-finite
+// floats are written as null and bytes that are not UTF-8 as U+FFFD.
 std::string dump(const Value& v, int indent = -1);
 // A JSON string literal for `s`, with quotes.
 std::string quote(std::string_view s);
