@@ -12,6 +12,8 @@ packages=(
   libopenblas-dev
   libzstd-dev
   libssl-dev        # SHA-256 through OpenSSL's libcrypto
+  nlohmann-json3-dev  # JSON parsing (header-only)
+  libcli11-dev      # the `cujax` command's options (header-only)
   libkissfft-dev    # the CPU backend's stablehlo.fft (header-only kissfft.hh, BSD-3-Clause)
   libcpp-httplib-dev  # `cujax serve` (header-only httplib.h)
   wrk               # the load test of `cujax serve` (tests/cli_serve_load_test.sh)

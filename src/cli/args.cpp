@@ -1,6 +1,6 @@
 #include "cli/args.h"
 
-#include <algorithm>
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 
@@ -9,41 +9,65 @@
 
 namespace cujax::cli {
 
-namespace {
-
-bool contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
+Option platform_option() {
+  return {"platform", "P",
+          "backend to run on: cpu, cuda or a list such as cuda,cpu (default: cuda "
+          "when this build has CUDA and a GPU can be used, else cpu)"};
 }
 
-}  // namespace
+Option profile_option() {
+  return {"profile", "DIR", "record a trace of the command under DIR/plugins/profile/"};
+}
 
-Args::Args(const std::vector<std::string>& args, const std::vector<std::string>& options,
-           const std::vector<std::string>& flags) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0 || a == "--") {
-      positional_.push_back(a);
+Args::Args(const Command& command, const std::vector<std::string>& args) {
+  CLI::App app(command.summary, "cujax " + command.name);
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.get_formatter()->column_width(32);
+  // Unknown arguments are collected, not thrown, so that the errors below stay ours.
+  app.allow_extras();
+  std::vector<std::pair<std::string, CLI::Option*>> declared;
+  for (const Option& o : command.options) {
+    const std::string spelled = (o.name.size() == 1 ? "-" : "--") + o.name;
+    CLI::Option* opt = o.value.empty() ? app.add_flag(spelled)->description(o.help)
+                                       : app.add_option(spelled, o.help)->type_name(o.value);
+    // Each occurrence takes one value; all are kept (the last wins where one is read).
+    declared.emplace_back(o.name, opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll));
+  }
+  CLI::Option* positional = nullptr;
+  if (!command.positional.empty())
+    positional = app.add_option(command.positional, command.positional_help)
+                     ->expected(1, -1)
+                     ->allow_extra_args()
+                     ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    throw HelpRequested(app.help());
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
+  }
+  for (const std::string& extra : app.remaining()) {
+    if (extra == "--") continue;
+    if (extra.size() > 1 && extra[0] == '-')
+      throw UsageError("unknown option " + extra.substr(0, extra.find('=')));
+    throw UsageError("unexpected argument '" + extra + "'");
+  }
+  for (const auto& [name, opt] : declared) {
+    if (opt->get_expected_min() == 0) {  // a flag: --name, or --name=true|false
+      bool given = false;
+      try {
+        given = opt->count() > 0 && opt->as<bool>();
+      } catch (const CLI::Error&) {
+        throw UsageError("--" + name + " takes no value");
+      }
+      if (given) values_.emplace(name, "");
       continue;
     }
-    std::string name = a.substr(2), value;
-    const size_t eq = name.find('=');
-    const bool inline_value = eq != std::string::npos;
-    if (inline_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    if (contains(flags, name)) {
-      if (inline_value) throw UsageError("--" + name + " takes no value");
-    } else if (contains(options, name)) {
-      if (!inline_value) {
-        if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value");
-        value = args[++i];
-      }
-    } else {
-      throw UsageError("unknown option --" + name);
-    }
-    values_.emplace(name, value);
+    for (const std::string& v : opt->results()) values_.emplace(name, v);
   }
+  if (positional) positional_ = positional->results();
 }
 
 std::string Args::string(const std::string& name, const std::string& fallback) const {

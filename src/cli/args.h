@@ -1,12 +1,14 @@
-// Command-line options of the `cujax` subcommands: `--name value` or `--name=value`, flags
-// without a value, and positional arguments. Every problem is a UsageError, which main() prints
-// as one line and turns into exit status 2.
+// Command-line options of the `cujax` subcommands, parsed by CLI11: `--name value` or
+// `--name=value`, flags without a value, positional arguments, and `--help` per subcommand.
+// Every problem is a UsageError, which main() prints as one line and turns into exit status 2.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cujax/core/error.h"
@@ -20,11 +22,42 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// One option of a subcommand: `--name VALUE` (`-n VALUE` for a one-letter name), or a flag when
+// `value` is empty. `value` names the value in --help ("N", "DIR").
+struct Option {
+  std::string name;
+  std::string value;
+  std::string help;
+};
+
+// What a subcommand accepts and what its --help says.
+struct Command {
+  std::string name;     // as typed after `cujax`: "train", "bench serve"
+  std::string summary;  // --help's first line
+  std::vector<Option> options;
+  std::string positional = {};  // e.g. "FILE" when it takes positional arguments
+  std::string positional_help = {};
+};
+
+// The options every computing command shares.
+Option platform_option();
+Option profile_option();
+
+// --help or -h: main() prints text() to stdout and exits 0.
+class HelpRequested : public std::exception {
+ public:
+  explicit HelpRequested(std::string text) : text_(std::move(text)) {}
+  const char* what() const noexcept override { return text_.c_str(); }
+
+ private:
+  std::string text_;
+};
+
 class Args {
  public:
-  // `options` take a value, `flags` do not; anything else starting with "--" is an error.
-  Args(const std::vector<std::string>& args, const std::vector<std::string>& options,
-       const std::vector<std::string>& flags = {});
+  // Anything not in `command.options` is an error, and so is a positional argument where
+  // `command.positional` is empty.
+  Args(const Command& command, const std::vector<std::string>& args);
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   bool flag(const std::string& name) const { return has(name); }

@@ -43,9 +43,10 @@ std::string peer_python() {
 }
 
 int bench_dispatch(const std::vector<std::string>& argv) {
-  const Args args(argv, {"platform", "profile"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args({"bench dispatch",
+                   "time a jitted call: the first (trace and compile) and the steady state",
+                   {platform_option(), profile_option()}},
+                  argv);
   const std::string platform = use_platform(args);  // before JitOptions reads the default
   const ProfileOption profile(args);
   JitOptions options;

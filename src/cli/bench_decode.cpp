@@ -20,9 +20,13 @@ namespace cujax::cli {
 namespace jnp = cujax::numpy;
 
 int bench_decode(const std::vector<std::string>& argv) {
-  const Args args(argv, {"platform", "profile", "config", "batch"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args({"bench decode",
+                   "the KV-cache decode step: milliseconds per step at each batch size",
+                   {{"config", "NAME", "model config: tiny, small or gpt2 (default: small)"},
+                    {"batch", "B,B...", "batch sizes (default: 1,8)"},
+                    platform_option(),
+                    profile_option()}},
+                  argv);
   const std::string platform = use_platform(args);
   const ProfileOption profile(args);
   models::TransformerConfig config;

@@ -76,9 +76,14 @@ void bench_cuda(const models::TransformerConfig& config, int64_t batch, int64_t 
 }  // namespace
 
 int bench_scaling(const std::vector<std::string>& argv) {
-  const Args args(argv, {"batch", "steps", "platform", "profile"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args({"bench scaling",
+                   "the tiny training step data-parallel on 1, 2, 4 and 8 cpu devices (on cuda "
+                   "also on cuda:0 and NCCL over every GPU)",
+                   {{"batch", "B", "global batch, a multiple of 8 (default: 16)"},
+                    {"steps", "N", "timed steps per mesh (default: 5)"},
+                    platform_option(),
+                    profile_option()}},
+                  argv);
   const int64_t batch = args.integer("batch", 16, 1), steps = args.integer("steps", 5, 1);
   if (batch % kMaxDevices != 0)
     throw UsageError("--batch " + std::to_string(batch) + " must divide by " +

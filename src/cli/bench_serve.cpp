@@ -163,10 +163,19 @@ Figures run(models::TransformerLM& model, const State& params, int64_t max_batch
 }  // namespace
 
 int bench_serve(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "config", "clients", "seconds", "max-tokens", "max-batch",
-                         "endpoint", "platform", "profile"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args(
+      {"bench serve",
+       "requests/s, tokens/s and latency of the HTTP server, batched and one request at a time",
+       {{"model", "DIR", "a cujax train --out folder (default: a randomly initialised --config)"},
+        {"config", "NAME", "model config when no --model is given (default: tiny)"},
+        {"clients", "C", "concurrent clients (default: 4)"},
+        {"seconds", "S", "seconds per measurement (default: 5)"},
+        {"max-tokens", "N", "tokens per request (default: 32)"},
+        {"max-batch", "B", "the batched server's batch, at least 2 (default: 4)"},
+        {"endpoint", "completions|generate", "the API measured (default: completions)"},
+        platform_option(),
+        profile_option()}},
+      argv);
   const std::string platform = use_platform(args);
   const ProfileOption profile(args);
   const int64_t clients = args.integer("clients", 4, 1);

@@ -36,9 +36,10 @@ double torch_ms_per_step(const models::TransformerConfig& c, int64_t batch, int6
 }  // namespace
 
 int bench_train(const std::vector<std::string>& argv) {
-  const Args args(argv, {"platform", "profile"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args({"bench train",
+                   "milliseconds per step and tokens/s of the tiny config against PyTorch CPU",
+                   {platform_option(), profile_option()}},
+                  argv);
   const std::string platform = use_platform(args);
   const ProfileOption profile(args);
   const models::TransformerConfig config = models::tiny_config();

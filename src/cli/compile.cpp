@@ -21,7 +21,17 @@ std::string mib(int64_t bytes) {
 }  // namespace
 
 int compile_command(const std::vector<std::string>& argv) {
-  const Args args(argv, {"platform", "arch", "entry"}, {"no-host-fallback"});
+  const Args args(
+      {"compile",
+       "compile a StableHLO program without running it (no GPU needed): its steps, peak buffer "
+       "size and every op that would run on the host",
+       {{"platform", "cuda|cpu", "the backend compiled for (default: cuda)"},
+        {"arch", "sm_80|sm_90", "also compile the generated kernels for this GPU with NVRTC"},
+        {"entry", "NAME", "the function compiled (default: main)"},
+        {"no-host-fallback", "", "exit 1 when an op would run on the host"}},
+       "FILE.mlir",
+       "the program"},
+      argv);
   if (args.positional().size() != 1) throw UsageError("compile needs one FILE.mlir");
   const std::string path = args.positional()[0];
   const std::string platform = args.string("platform", "cuda");

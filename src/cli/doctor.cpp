@@ -12,9 +12,12 @@
 namespace cujax::cli {
 
 int doctor_command(const std::vector<std::string>& argv) {
-  const Args args(argv, {"trace"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args({"doctor",
+                   "explain why a GPU is or is not used, and what to do",
+                   {{"trace", "DIR",
+                     "instead: the performance report of a --profile trace, per step, its top "
+                     "ops and its pitfalls (exit 1 when it finds any)"}}},
+                  argv);
   const cuda::Diagnosis d = cuda::diagnose(cuda::system_environment());
   if (const auto trace = args.optional_string("trace")) {
     profiler::GpuStatus gpu;

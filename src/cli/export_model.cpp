@@ -74,9 +74,18 @@ int export_serve(const Args& args, LoadedModel& m, const std::string& out) {
 }  // namespace
 
 int export_command(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "fn", "batch", "seq", "max-batch", "max-seq", "out", "platform"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args(
+      {"export",
+       "a trained model as a portable artifact with its weights, or as a serving bundle",
+       {{"model", "DIR", "a cujax train --out folder (required)"},
+        {"out", "FILE", "the artifact written (required)"},
+        {"fn", "forward|generate_step|serve", "the function exported (default: forward)"},
+        {"batch", "B", "forward, generate_step: the batch (default: 1)"},
+        {"seq", "T", "forward, generate_step: the sequence length (default: the model's)"},
+        {"max-batch", "B", "serve: the most requests decoded at once (default: 4)"},
+        {"max-seq", "T", "serve: the longest prompt plus completion (default: the model's)"},
+        platform_option()}},
+      argv);
   // Where the model loads and traces; the artifact runs on every platform it lists.
   use_platform(args);
   if (!args.has("model")) throw UsageError("--model DIR is required (a cujax train --out folder)");

@@ -10,10 +10,17 @@
 namespace cujax::cli {
 
 int generate_command(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "prompt", "max-tokens", "temperature", "top-k", "seed",
-                         "platform", "profile"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args({"generate",
+                   "sample text from a trained model, with the KV cache",
+                   {{"model", "DIR", "a cujax train --out folder (required)"},
+                    {"prompt", "TEXT", "the text continued (default: a newline)"},
+                    {"max-tokens", "N", "tokens sampled (default: 200)"},
+                    {"temperature", "T", "0 for greedy decoding (default: 0.8)"},
+                    {"top-k", "K", "sample from the K most likely tokens, 0 for all (default: 0)"},
+                    {"seed", "S", "the sampling key's seed (default: 0)"},
+                    platform_option(),
+                    profile_option()}},
+                  argv);
   use_platform(args);  // the decode step's jit follows the default backend
   const ProfileOption profile(args);
   if (!args.has("model")) throw UsageError("--model DIR is required (a cujax train --out folder)");

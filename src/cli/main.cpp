@@ -1,7 +1,6 @@
 // The `cujax` command.
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +28,7 @@ Every command that computes runs on the default backend (cuda when this build ha
 GPU can be used, else cpu; CUJAX_PLATFORMS overrides it) or on --platform cpu|cuda.
 train, generate, serve and bench take --profile DIR: a trace of the run, written under
 DIR/plugins/profile/ for ui.perfetto.dev (docs/profiling.md).
+`cujax <command> --help` lists a command's options with their defaults.
 
 commands:
   devices                      list the devices of every available platform and the default
@@ -82,6 +82,17 @@ commands:
   version                      print the version
 )";
 
+constexpr const char* kBenchUsage = R"(usage: cujax bench <benchmark> [options]
+
+benchmarks (cujax bench <benchmark> --help for the options of each):
+  dispatch    time of a jitted call: first (trace + compile) and steady state
+  train       ms/step and tokens/s of the tiny config against PyTorch CPU
+  attention   causal bf16 dot_product_attention, head dim 128, in TFLOP/s
+  decode      the KV-cache decode step, ms per step at each batch size
+  scaling     the tiny training step data-parallel on 1, 2, 4, 8 devices
+  serve       req/s, tok/s and latency of the HTTP server, batched and not
+)";
+
 std::string human_bytes(int64_t b) {
   if (b <= 0) return "unknown";
   char buf[32];
@@ -101,36 +112,30 @@ int devices_command() {
   return ok ? 0 : 1;
 }
 
-int stablehlo_test_command(const std::vector<std::string>& args) {
+int stablehlo_test_command(const std::vector<std::string>& argv) {
+  using cujax::cli::Args;
+  const Args args(
+      {"stablehlo-test",
+       "run StableHLO test programs and their check.* calls",
+       {{"j", "N", "files run at once (default: 1)"},
+        {"timeout", "SECONDS", "limit per file (default: 60)"},
+        {"min-pass-rate", "R", "exit 0 when at least this fraction passes (default: 1)"},
+        {"v", "", "also list the files that pass"},
+        {"process-per-file", "", "a fresh process per file (default: one worker per job)"},
+        cujax::cli::platform_option()},
+       "FILE|DIR",
+       "programs, or folders of *.mlir files"},
+      argv);
+  if (args.positional().empty())
+    throw cujax::cli::UsageError("stablehlo-test needs at least one FILE or DIR");
   cujax::cli::ConformanceOptions options;
-  std::optional<std::string> platform;
-  std::vector<std::string> inputs;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw cujax::Error("option " + a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--platform")
-      platform = value();
-    else if (a == "-j")
-      options.jobs = std::stoi(value());
-    else if (a == "--timeout")
-      options.timeout_seconds = std::stoi(value());
-    else if (a == "--min-pass-rate")
-      options.min_pass_rate = std::stod(value());
-    else if (a == "-v")
-      options.verbose = true;
-    else if (a == "--process-per-file")
-      options.process_per_file = true;
-    else if (!a.empty() && a[0] == '-')
-      throw cujax::Error("unknown option " + a);
-    else
-      inputs.push_back(a);
-  }
-  if (inputs.empty()) throw cujax::Error("stablehlo-test needs at least one FILE or DIR");
-  options.platform = cujax::cli::use_platform(platform);
-  return cujax::cli::run_conformance(inputs, options);
+  options.jobs = static_cast<int>(args.integer("j", 1, 1));
+  options.timeout_seconds = static_cast<int>(args.integer("timeout", 60, 1));
+  options.min_pass_rate = args.number("min-pass-rate", 1, 0);
+  options.verbose = args.flag("v");
+  options.process_per_file = args.flag("process-per-file");
+  options.platform = cujax::cli::use_platform(args);
+  return cujax::cli::run_conformance(args.positional(), options);
 }
 
 }  // namespace
@@ -156,6 +161,10 @@ int main(int argc, char** argv) {
     if (command == "serve") return cujax::cli::serve_command(args);
 #endif
     if (command == "bench") {
+      if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+        std::fputs(kBenchUsage, args.empty() ? stderr : stdout);
+        return args.empty() ? 2 : 0;
+      }
       if (!args.empty() && args[0] == "dispatch")
         return cujax::cli::bench_dispatch({args.begin() + 1, args.end()});
       if (!args.empty() && args[0] == "train")
@@ -170,8 +179,8 @@ int main(int argc, char** argv) {
       if (!args.empty() && args[0] == "serve")
         return cujax::cli::bench_serve({args.begin() + 1, args.end()});
 #endif
-      throw cujax::cli::UsageError(
-          "bench needs a benchmark name: dispatch, train, attention, decode, scaling, serve");
+      throw cujax::cli::UsageError("unknown benchmark '" + args[0] +
+                                   "': dispatch, train, attention, decode, scaling or serve");
     }
     if (command == "version" || command == "--version") {
       std::printf("cujax %s\n", CUJAX_VERSION);
@@ -179,6 +188,9 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "cujax: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
+  } catch (const cujax::cli::HelpRequested& help) {
+    std::fputs(help.what(), stdout);
+    return 0;
   } catch (const cujax::cli::UsageError& e) {
     std::fprintf(stderr, "cujax %s: error: %s\n", command.c_str(), e.what());
     return 2;

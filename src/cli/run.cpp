@@ -64,35 +64,27 @@ struct Prepared {
   std::vector<Array> inputs;
 };
 
-Prepared prepare(const std::vector<std::string>& args) {
+Prepared prepare(const std::vector<std::string>& argv) {
+  const Args args({"run",
+                   "run an exported artifact on .npy inputs (docs/export.md)",
+                   {{"input", "X.npy", "one per input of the artifact, in its order"},
+                    {"output", "OUT.npy", "one per output of the artifact, in its order"},
+                    {"print", "", "print each output's type, range, mean and first values"},
+                    platform_option()},
+                   "FILE",
+                   "the artifact (cujax export)"},
+                  argv);
   Prepared p;
-  std::vector<std::string> inputs;
-  std::optional<std::string> platform;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw Error("option " + a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--input")
-      inputs.push_back(value());
-    else if (a == "--output")
-      p.outputs.push_back(value());
-    else if (a == "--print")
-      p.print = true;
-    else if (a == "--platform")
-      platform = value();
-    else if (!a.empty() && a[0] == '-')
-      throw Error("unknown option " + a + "; " + kRunUsage);
-    else if (p.file.empty())
-      p.file = a;
-    else
-      throw Error("one artifact FILE only (also got " + a + ")");
-  }
-  if (p.file.empty()) throw Error(std::string("no artifact FILE given; ") + kRunUsage);
+  const std::vector<std::string> inputs = args.all("input");
+  p.outputs = args.all("output");
+  p.print = args.flag("print");
+  if (args.positional().empty()) throw Error(std::string("no artifact FILE given; ") + kRunUsage);
+  if (args.positional().size() > 1)
+    throw Error("one artifact FILE only (also got " + args.positional()[1] + ")");
+  p.file = args.positional()[0];
   if (p.outputs.empty() && !p.print)
     throw Error("nothing to do: give --output OUT.npy per output, or --print");
-  const std::string backend = use_platform(platform);
+  const std::string backend = use_platform(args);
   p.exported = Exported::load(p.file);
   const auto& in = p.exported->in_leaves();
   const auto& out = p.exported->out_leaves();
@@ -111,7 +103,7 @@ Prepared prepare(const std::vector<std::string>& args) {
   }
   // An artifact for another platform, or one the backend cannot compile, is bad input too.
   // Without --platform, an artifact not for the default backend runs on another it lists.
-  p.exported->compile(platform ? backend : "");
+  p.exported->compile(args.has("platform") ? backend : "");
   return p;
 }
 
@@ -126,6 +118,8 @@ int run_artifact(const std::vector<std::string>& args) {
   Prepared p;
   try {
     p = prepare(args);
+  } catch (const HelpRequested&) {
+    throw;
   } catch (const std::exception& e) {
     return bad_input(e);
   }

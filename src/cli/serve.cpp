@@ -24,11 +24,24 @@ std::atomic<bool> g_terminate{false};
 }  // namespace
 
 int serve_command(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  {"model", "host", "port", "max-batch", "max-queue", "max-seq", "auth-token-file",
-                   "max-connections", "max-connections-per-client", "platform", "profile"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args(
+      {"serve",
+       "HTTP JSON API (/v1/completions, /v1/chat/completions, /v1/generate) with continuous "
+       "batching",
+       {{"model", "DIR|FILE",
+         "a cujax train --out folder, or a cujax export --fn serve bundle, which fixes "
+         "--max-batch and --max-seq (required)"},
+        {"host", "H", "the address listened on (default: 127.0.0.1)"},
+        {"port", "P", "the port, 0 for any free one (default: 8080)"},
+        {"max-batch", "B", "requests decoded at once (default: 4)"},
+        {"max-queue", "Q", "requests waiting before 503 (default: 4 x max-batch)"},
+        {"max-seq", "T", "the longest prompt plus completion (default: the model's)"},
+        {"auth-token-file", "F", "require `Authorization: Bearer` with the file's first line"},
+        {"max-connections", "N", "open connections in all, at most 512 (default: 512)"},
+        {"max-connections-per-client", "N", "open connections from one address (default: 128)"},
+        platform_option(),
+        profile_option()}},
+      argv);
   use_platform(args);
   const ProfileOption profile(args);  // until the server stops (SIGINT, SIGTERM)
   if (!args.has("model"))

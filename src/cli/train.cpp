@@ -294,15 +294,37 @@ void dump_batches(const std::string& path, const data::DataLoader& loader, int64
 }  // namespace
 
 int train_command(const std::vector<std::string>& argv) {
+  // What config.json stores: --resume repeats the run and refuses these.
   const std::vector<std::string> run_options = {"config", "data", "steps",  "batch",
                                                 "seq",    "lr",   "warmup", "seed"};
-  std::vector<std::string> options = run_options;
-  options.insert(options.end(), {"log-every", "eval-every", "eval-batches", "checkpoint-every",
-                                 "out", "mesh", "coordinator", "num-processes", "process-id",
-                                 "platform", "profile", "dump-batches"});
-  const Args args(argv, options, {"resume", "overwrite"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+  const Args args(
+      {"train",
+       "train a transformer language model on a text corpus (docs/training.md)",
+       {{"config", "NAME", "tiny, small or gpt2 (default: tiny)"},
+        {"data", "FILE|DIR",
+         std::string("a text file or a folder of them (default: ") + kDefaultCorpus + ")"},
+        {"steps", "N", "optimizer steps, also the schedule's length (default: 1000)"},
+        {"batch", "B", "sequences per step (default: 16)"},
+        {"seq", "T", "tokens per sequence (default: the config's max_len)"},
+        {"lr", "LR", "peak learning rate (default: 3e-3)"},
+        {"warmup", "N", "warmup steps (default: min(100, steps / 10))"},
+        {"seed", "S", "parameter initialization and data order (default: 0)"},
+        {"log-every", "N", "steps between metric fetches (default: 20)"},
+        {"eval-every", "N", "steps between validation losses (default: 200)"},
+        {"eval-batches", "N", "validation batches per evaluation (default: 8)"},
+        {"checkpoint-every", "N", "steps between checkpoints, 0: only at the end (default: 0)"},
+        {"out", "DIR", "the run's folder (default: runs/CONFIG)"},
+        {"overwrite", "", "replace an earlier run in --out"},
+        {"resume", "", "continue the run in --out from its latest checkpoint"},
+        {"dump-batches", "FILE", "also write the run's batches as .npy int32 (steps, 2, B, T)"},
+        {"mesh", "data=N[,model=M]",
+         "data (and tensor) parallel over N*M virtual cpu devices, split over the processes"},
+        {"coordinator", "HOST:PORT", "process 0's address, to run as several processes over TCP"},
+        {"num-processes", "N", "the process count, with --coordinator"},
+        {"process-id", "I", "this process's index, with --coordinator"},
+        platform_option(),
+        profile_option()}},
+      argv);
   // Like the mesh, the platform changes where the step runs, not what it computes: --resume
   // may change it.
   const std::string platform = use_platform(args);
