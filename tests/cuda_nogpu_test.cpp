@@ -89,6 +89,38 @@ TEST(CudaNoGpu, ConformanceProgramsRunEntirelyOnTheDevice) {
       << off.summary();
 }
 
+// The complex and chlo programs: whatever the cpu backend compiles, cuda compiles too (complex
+// values have no device kernels yet, so their ops may take the host path), and a program
+// without complex values (chlo decomposed into StableHLO) runs entirely on the device.
+TEST(CudaNoGpu, ComplexAndChloProgramsCompileWhereTheCpuDoes) {
+  const fs::path dir = fs::path(shared_dir()) / "conformance" / "stablehlo-testdata-ext";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no conformance data at " << dir;
+  Offenders off;
+  int files = 0, with_complex = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".mlir") continue;
+    const std::string text = read_file(e.path());
+    const auto module = ir::parse_module(text);
+    try {
+      runtime::get_backend("cpu").compile(*module, "main");
+    } catch (const UnsupportedError&) {
+      continue;  // not yet on either backend (docs/conformance.md lists these)
+    }
+    ++files;
+    std::vector<cuda::HostFallbackOp> f;
+    ASSERT_NO_THROW(f = fallbacks_of(*module)) << e.path().filename();
+    if (text.find("complex<") != std::string::npos)
+      ++with_complex;
+    else
+      off.add(e.path().filename().string(), f);
+  }
+  EXPECT_GT(files, 100);
+  EXPECT_GT(with_complex, 0);
+  EXPECT_TRUE(off.programs.empty())
+      << off.programs.size() << " programs without complex values run ops on the host:\n"
+      << off.summary();
+}
+
 class CudaNoGpuModel : public ::testing::Test {
  protected:
   nnx::Rngs rngs{0};

@@ -98,6 +98,10 @@ Role classify(const ir::Operation& op, std::string* why) {
   if (r.is_token) return no("produces a token");
   for (const ir::Value* v : op.operands)
     if (v->type.is_token) return no("reads a token");
+  // Generated kernels have no complex arithmetic: such ops keep their own kernels.
+  if (is_complex(r.dtype)) return no("complex element type");
+  for (const ir::Value* v : op.operands)
+    if (is_complex(v->type.dtype)) return no("complex operand");
   if (r.rank() > kMaxRank) return no("rank above 16");
   if (r.num_elements() == 0) return no("empty result");
   for (const ir::Value* v : op.operands)

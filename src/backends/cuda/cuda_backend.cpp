@@ -362,6 +362,14 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
   return {};
 }
 
+bool reads_or_writes_complex(const ir::Operation& op) {
+  for (const ir::Value* v : op.operands)
+    if (is_complex(v->type.dtype)) return true;
+  for (const auto& r : op.results)
+    if (is_complex(r->type.dtype)) return true;
+  return false;
+}
+
 }  // namespace
 
 // Whether `op`'s regions (a while body, a case branch) hold a collective: those run on the host
@@ -457,10 +465,13 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     const compiler::OpCost cost = compiler::op_cost(op);
     step.flops = cost.flops + cost.transcendentals;
     step.bytes = cost.bytes;
-    if (spmd) step.device = spmd->device_kernel(op, host_compiler);
-    if (!step.device) step.device = device_kernel(op, dev);
-    if (!step.device)
-      step.device = op_kernel(op, OpKernelContext{module, dev, options, spmd, &step.nested});
+    // Complex values have no device kernels yet: their ops take the host path.
+    if (!reads_or_writes_complex(op)) {
+      if (spmd) step.device = spmd->device_kernel(op, host_compiler);
+      if (!step.device) step.device = device_kernel(op, dev);
+      if (!step.device)
+        step.device = op_kernel(op, OpKernelContext{module, dev, options, spmd, &step.nested});
+    }
     std::vector<const ir::Value*> uses(op.operands.begin(), op.operands.end());
     if (!step.device) {
       if (spmd && has_nested_collective(op))

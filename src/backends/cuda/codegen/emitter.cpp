@@ -643,8 +643,11 @@ std::string c_type(DType t) {
       return "float";
     case DType::F64:
       return "double";
+    case DType::C64:
+    case DType::C128:
+      break;  // the fusion planner keeps complex ops out of generated kernels
   }
-  return "?";
+  throw UnsupportedError("generated kernels: no " + std::string(mlir_name(t)) + " element type");
 }
 
 FusionKernel emit_fusion(const ir::Block& block, const compiler::FusionGroup& group) {
