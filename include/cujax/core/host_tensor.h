@@ -30,7 +30,7 @@ class HostTensor {
     if (static_cast<int64_t>(values.size()) != t.size()) throw_size_mismatch(values.size(), t);
     if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed
       for (size_t i = 0; i < values.size(); ++i) t.data_as<bool>()[i] = values[i];
-    } else {
+    } else if (t.nbytes() > 0) {  // an empty vector's data() may be null
       std::memcpy(t.data(), values.data(), t.nbytes());
     }
     return t;
