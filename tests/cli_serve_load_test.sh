@@ -29,7 +29,7 @@ max_len=$(/usr/bin/python3 -c "import json;print(json.load(open('$work/model/con
 start() {  # start ARGS...: serves the model and waits for /healthz 200
   "$cujax" serve --model "$work/model" --port "$port" "$@" >"$work/serve.log" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do
+  for _ in $(seq 600); do  # a sanitizer build compiles the buckets slowly
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] && return 0
     sleep 0.1
   done
