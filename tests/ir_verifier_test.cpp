@@ -138,7 +138,7 @@ TEST(Verifier, WrongDtypeForLogicalAndTranscendental) {
   {
     Builder bld({T({2}, DType::I32)}, {T({2}, DType::I32)});
     bld.ret({bld.op("stablehlo.sqrt", {bld.arg(0)}, {T({2}, DType::I32)})->result()});
-    expect_error(bld.m, {"stablehlo.sqrt", "tensor<2xi32>", "floating-point type"});
+    expect_error(bld.m, {"stablehlo.sqrt", "tensor<2xi32>", "floating-point or complex type"});
   }
   {
     Builder bld({T({2}, DType::Bool), T({2}, DType::Bool)}, {T({2}, DType::Bool)});
