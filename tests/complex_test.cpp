@@ -268,6 +268,15 @@ TEST(ComplexFft, OneDimAgainstNaiveDft) {
   }
 }
 
+// A python3 that has NumPy ("" if none): `python3` first, then Debian's.
+std::string numpy_python() {
+  for (const char* py : {"python3", "/usr/bin/python3"}) {
+    const std::string probe = std::string(py) + " -c \"import numpy\" 2>/dev/null";
+    if (std::system(probe.c_str()) == 0) return py;
+  }
+  return "";
+}
+
 // RFFT then IRFFT over two axes gives the input back; RFFT matches numpy.fft.rfft2.
 TEST(ComplexFft, RealTwoDimAgainstNumpy) {
   std::vector<float> x(4 * 6);
@@ -289,13 +298,11 @@ func.func @main(%a: tensor<4x6xf32>) -> (tensor<4x4xcomplex<f32>>, tensor<4x6xf3
   const std::string in_path = (dir / "cujax_complex_rfft_in.npy").string();
   const std::string out_path = (dir / "cujax_complex_rfft_out.npy").string();
   save_npy(in_path, in);
-  // Debian's python3-numpy lives under the system interpreter, which may not be the first
-  // python3 on PATH (pyenv, venvs).
-  const std::string python =
-      std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string cmd = python + " -c \"import numpy as np; np.save('" + out_path +
+  const std::string py = numpy_python();
+  if (py.empty()) GTEST_SKIP() << "python3 with numpy is not available";
+  const std::string cmd = py + " -c \"import numpy as np; np.save('" + out_path +
                           "', np.fft.rfft2(np.load('" + in_path + "').astype(np.float64)))\"";
-  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "python3 with numpy is not available";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const HostTensor want = load_npy(out_path);
   ASSERT_EQ(want.dtype(), DType::C128);
   ASSERT_EQ(want.shape(), Shape({4, 4}));
@@ -307,6 +314,94 @@ func.func @main(%a: tensor<4x6xf32>) -> (tensor<4x4xcomplex<f32>>, tensor<4x6xf3
   }
   std::filesystem::remove(in_path);
   std::filesystem::remove(out_path);
+}
+
+// The chlo ops that stay un-decomposed for complex operands, against NumPy's complex128
+// functions: random points in every quadrant, and points on the branch cuts on both sides
+// (signed zero imaginary or real parts), where only the C99/NumPy branch-cut rules give the
+// expected sign.
+TEST(ComplexChlo, AgainstNumpy) {
+  const std::string py = numpy_python();
+  if (py.empty()) GTEST_SKIP() << "python3 with numpy is not available";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<C128> xs;
+  for (int i = 0; i < 120; ++i) xs.emplace_back(u(rng), u(rng));
+  for (double re : {-2.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.5})
+    for (double im : {0.0, -0.0}) xs.emplace_back(re, im);
+  for (double im : {-2.5, -1.0, -0.5, 0.5, 1.0, 2.5})
+    for (double re : {0.0, -0.0}) xs.emplace_back(re, im);
+  xs.emplace_back(1e-9, 2e-9);  // where the naive log formulas cancel
+  const size_t n = xs.size();
+  const char* ops[] = {"asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tan"};
+  const char* np_fns[] = {"arcsin",  "arccos", "arctan", "arcsinh", "arccosh",
+                          "arctanh", "sinh",   "cosh",   "tan"};
+  constexpr size_t kOps = std::size(ops);
+
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string in_path = (dir / "cujax_complex_chlo_in.npy").string();
+  const std::string out_path = (dir / "cujax_complex_chlo_out.npy").string();
+  save_npy(in_path, tensor_of(xs, {static_cast<int64_t>(n)}));
+  std::string fns;
+  for (const char* f : np_fns) fns += std::string("np.") + f + ",";
+  const std::string cmd = py + " -c \"import numpy as np; x = np.load('" + in_path +
+                          "'); np.save('" + out_path + "', np.stack([f(x) for f in [" + fns +
+                          "]]))\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const HostTensor want_t = load_npy(out_path);
+  ASSERT_EQ(want_t.shape(), Shape({static_cast<int64_t>(kOps), static_cast<int64_t>(n)}));
+  const auto want = want_t.to_vector<C128>();
+
+  std::vector<C64> xf(xs.begin(), xs.end());
+  for (size_t k = 0; k < kOps; ++k) {
+    for (const char* t : {"complex<f32>", "complex<f64>"}) {
+      const bool f32 = std::string(t) == "complex<f32>";
+      const std::string ty = "tensor<" + std::to_string(n) + "x" + t + ">";
+      const std::string text = "func.func @main(%a: " + ty + ") -> " + ty + " {\n  %0 = chlo." +
+                               ops[k] + " %a : " + ty + " -> " + ty + "\n  return %0 : " + ty +
+                               "\n}\n";
+      auto out = run(text, {f32 ? tensor_of(xf, {static_cast<int64_t>(n)})
+                                : tensor_of(xs, {static_cast<int64_t>(n)})});
+      for (size_t i = 0; i < n; ++i) {
+        const C128 w = want[k * n + i];
+        // NumPy's complex128 functions are themselves a few ULP off; complex64 inputs are the
+        // complex128 ones rounded, which moves the result by at most a few f32 ULP here.
+        const C128 x = f32 ? C128(xf[i]) : xs[i];
+        const C128 got = f32 ? C128(out[0].to_vector<C64>()[i]) : out[0].to_vector<C128>()[i];
+        const double eps = f32 ? 6e-8 : 1.2e-16;
+        const double tol = (f32 ? 8 : 16) * eps * std::max(std::abs(w), 1e-300);
+        auto check = [&](double g, double v) {
+          if (std::isinf(v))  // atanh(+-1) = +-inf
+            EXPECT_EQ(g, v) << ops[k] << " " << t << " at " << x;
+          else
+            EXPECT_LE(std::abs(g - v), tol) << ops[k] << " " << t << " at " << x;
+          // Which side of a branch cut: the signs (of zeros too) agree with NumPy's.
+          EXPECT_EQ(std::signbit(g), std::signbit(v)) << ops[k] << " " << t << " at " << x;
+        };
+        check(got.real(), w.real());
+        check(got.imag(), w.imag());
+      }
+    }
+  }
+  std::filesystem::remove(in_path);
+  std::filesystem::remove(out_path);
+}
+
+// The real-typed decompositions still reject other complex chlo ops with a clear error.
+TEST(ComplexChlo, OtherOpsRejected) {
+  const std::string text = R"(
+func.func @main(%a: tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>> {
+  %0 = chlo.erf %a : tensor<2xcomplex<f32>> -> tensor<2xcomplex<f32>>
+  return %0 : tensor<2xcomplex<f32>>
+}
+)";
+  try {
+    run(text, {tensor_of(std::vector<C64>{{1, 2}, {3, 4}}, {2})});
+    FAIL() << "chlo.erf of complex ran";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("chlo.erf"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("complex<f32>"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -970,6 +970,9 @@ std::vector<V> decompose(Builder& b, const ir::Operation& op, ValueMap& map) {
     if (in.size() != 2 || !is_integer(t)) unsupported(op, "takes two integer operands");
     return {mulhi(b, in[0], in[1])};
   }
+  if (is_complex(t) && in.size() == 1 &&
+      std::ranges::find(kComplexChloOps, std::string_view(op.name)) != kComplexChloOps.end())
+    return {b.op(op.name, in, op.result(0)->type, op.attributes)};
   if (!is_float(t))
     unsupported(op,
                 "of " + std::string(mlir_name(t)) + " has no decomposition (floating point only)");

@@ -16,6 +16,7 @@
 #include "backends/cpu/elementwise_ops.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
+#include "compiler/chlo_decompose.h"
 
 namespace cujax::cpu {
 
@@ -218,6 +219,17 @@ Kernel complex_unary(const ir::Operation& op) {
   if (n == "stablehlo.tan") return wide([](W z) { return std::tan(z); });
   if (n == "stablehlo.tanh") return wide([](W z) { return std::tanh(z); });
   if (n == "stablehlo.logistic") return wide([](W z) { return logistic_c(z); });
+  // compiler::kComplexChloOps, kept by chlo decomposition for complex operands. The C library's
+  // complex functions put the branch cuts where the StableHLO spec, XLA and NumPy do.
+  if (n == "chlo.tan") return wide([](W z) { return std::tan(z); });
+  if (n == "chlo.sinh") return wide([](W z) { return std::sinh(z); });
+  if (n == "chlo.cosh") return wide([](W z) { return std::cosh(z); });
+  if (n == "chlo.asin") return wide([](W z) { return std::asin(z); });
+  if (n == "chlo.acos") return wide([](W z) { return std::acos(z); });
+  if (n == "chlo.atan") return wide([](W z) { return std::atan(z); });
+  if (n == "chlo.asinh") return wide([](W z) { return std::asinh(z); });
+  if (n == "chlo.acosh") return wide([](W z) { return std::acosh(z); });
+  if (n == "chlo.atanh") return wide([](W z) { return std::atanh(z); });
   return nullptr;
 }
 
@@ -777,6 +789,9 @@ void register_complex_kernels(KernelRegistry& r) {
     });
   };
   for (const char* name : kElementwiseOps)
+    wrap(name, [](const ir::Operation& op, Compiler&) { return elementwise_complex_kernel(op); });
+  // The chlo ops that chlo decomposition keeps for complex operands (complex_unary has them).
+  for (const char* name : compiler::kComplexChloOps)
     wrap(name, [](const ir::Operation& op, Compiler&) { return elementwise_complex_kernel(op); });
   for (const char* name : kRealOnlyOps)
     wrap(name, [](const ir::Operation& op, Compiler&) -> Kernel {
