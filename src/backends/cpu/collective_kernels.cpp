@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
@@ -543,6 +544,95 @@ Kernel process_id_kernel(const ir::Operation& op, Compiler& cc) {
   };
 }
 
+// interpreter.run_parallel(args...) {programs = [[@f00, @f01, ...], [@f10, ...], ...]}: the
+// reference interpreter's SPMD execution. Row r, column p of `programs` is the process of
+// replica r and partition p (logical device r * num_partitions + p); each process takes the
+// next arguments in that order, as many as its function has, and the op returns every
+// process's results in the same order. The processes run on one thread each and meet in a
+// runtime::Communicator, as compile_spmd's devices do.
+Kernel run_parallel_kernel(const ir::Operation& op, Compiler& cc) {
+  const ir::Attribute* programs = op.attr("programs");
+  if (!programs || programs->kind != ir::Attribute::Kind::Array || programs->elements.empty())
+    unsupported(op, "needs programs = [[@f, ...], ...] (one row per replica)");
+  const int R = static_cast<int>(programs->elements.size());
+  int P = -1;
+  std::vector<const ir::Function*> fns;
+  for (const auto& row : programs->elements) {
+    if (row->kind != ir::Attribute::Kind::Array || row->elements.empty())
+      unsupported(op, "each row of programs must be a non-empty list of functions");
+    if (P >= 0 && static_cast<int>(row->elements.size()) != P)
+      unsupported(op, "the rows of programs have different lengths (" + std::to_string(P) +
+                          " and " + std::to_string(row->elements.size()) + " partitions)");
+    P = static_cast<int>(row->elements.size());
+    for (const auto& f : row->elements) {
+      if (f->kind != ir::Attribute::Kind::Symbol)
+        unsupported(op, "programs must hold function symbols");
+      const ir::Function* fn = cc.module().lookup(f->text);
+      if (!fn) unsupported(op, "runs undefined function @" + f->text);
+      fns.push_back(fn);
+    }
+  }
+  // The processes' programs, compiled for the R x P grid; one compiler numbers the collectives
+  // so that the processes of one function match up the same op's instances.
+  auto sub = std::make_shared<Compiler>(cc.module());
+  sub->set_process_grid(R, P);
+  std::vector<std::shared_ptr<const Program>> compiled;
+  std::vector<size_t> arg_begin, res_begin;
+  size_t args = 0, results = 0;
+  for (const ir::Function* fn : fns) {
+    compiled.push_back(sub->compile_function(*fn));
+    arg_begin.push_back(args);
+    res_begin.push_back(results);
+    args += fn->arg_types().size();
+    results += fn->result_types.size();
+  }
+  if (args != op.operands.size() || results != op.results.size())
+    unsupported(op, "its " + std::to_string(fns.size()) + " processes take " +
+                        std::to_string(args) + " arguments and return " + std::to_string(results) +
+                        " results, but the op has " + std::to_string(op.operands.size()) +
+                        " operands and " + std::to_string(op.results.size()) + " results");
+  arg_begin.push_back(args);
+  res_begin.push_back(results);
+  const std::string where = op.where();
+  return [compiled, arg_begin, res_begin, results, where](std::span<const HostTensor> in,
+                                                          ExecContext& ctx) {
+    const size_t n = compiled.size();
+    runtime::Communicator comm(std::vector<int>(n, 0), 0, nullptr);
+    std::vector<SpmdDevice> devices(n);
+    std::vector<std::vector<HostTensor>> outs(n);
+    std::vector<std::string> errors(n);
+    auto run = [&](size_t i) {
+      devices[i].comm = &comm;
+      devices[i].device = static_cast<int>(i);
+      ExecContext c;
+      c.options = ctx.options;
+      c.spmd = &devices[i];
+      try {
+        outs[i] = compiled[i]->run(in.subspan(arg_begin[i], arg_begin[i + 1] - arg_begin[i]), c);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+        comm.abort("stopped because process " + std::to_string(i) + " failed: " + e.what());
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < n; ++i) threads.emplace_back(run, i);
+    run(0);
+    for (auto& t : threads) t.join();
+    // A failing process aborts the others; report the one whose error is not the abort.
+    for (size_t i = 0; i < n; ++i)
+      if (!errors[i].empty() && errors[i].find("stopped because process") == std::string::npos)
+        throw RuntimeError(where + ": process " + std::to_string(i) + ": " + errors[i]);
+    for (size_t i = 0; i < n; ++i)
+      if (!errors[i].empty())
+        throw RuntimeError(where + ": process " + std::to_string(i) + ": " + errors[i]);
+    std::vector<HostTensor> all;
+    all.reserve(results);
+    for (auto& o : outs)
+      for (HostTensor& t : o) all.push_back(std::move(t));
+    return all;
+  };
+}
+
 }  // namespace
 
 bool is_collective(std::string_view op_name) {
@@ -585,6 +675,7 @@ void register_collective_kernels(KernelRegistry& r) {
   r.add("stablehlo.collective_broadcast", collective_broadcast_kernel);
   r.add("stablehlo.partition_id", process_id_kernel);
   r.add("stablehlo.replica_id", process_id_kernel);
+  r.add("interpreter.run_parallel", run_parallel_kernel);
 }
 
 }  // namespace cujax::cpu
