@@ -527,10 +527,35 @@ Kernel collective_permute_kernel(const ir::Operation& op, Compiler& cc) {
 Kernel collective_broadcast_kernel(const ir::Operation& op, Compiler& cc) {
   auto m = std::make_shared<Meeting>(meeting(op, cc, collective_process_groups(op, cc)));
   auto zeros = std::make_shared<std::vector<HostTensor>>(zeros_like(op));
-  return [m, zeros](std::span<const HostTensor> in, ExecContext& ctx) {
+  // has_dynamic_root: a last operand of 1-d integer group ranks, one per data operand, names
+  // each one's source; otherwise every operand comes from rank 0.
+  const ir::Attribute* dyn = op.attr("has_dynamic_root");
+  const bool dynamic = dyn && (dyn->kind == ir::Attribute::Kind::Unit || dyn->boolean);
+  const size_t data = op.operands.size() - (dynamic ? 1 : 0);
+  return [m, zeros, dynamic, data](std::span<const HostTensor> in, ExecContext& ctx) {
     const CollectiveTimer timer(ctx);
-    auto g = m->meet(in, 1, ctx);
-    return g ? std::vector<HostTensor>{g->parts[0][0]} : *zeros;
+    auto g = m->meet(in, data, ctx);
+    if (!g) return *zeros;
+    std::vector<HostTensor> out;
+    for (size_t k = 0; k < data; ++k) {
+      int64_t root = 0;
+      if (dynamic) {
+        const HostTensor& r = in[data];
+        if (r.rank() != 1 || static_cast<size_t>(r.size()) != data || !is_integer(r.dtype()))
+          throw RuntimeError(m->where + ": the root operand " + r.type_string() +
+                             " must hold one integer group rank per data operand (" +
+                             std::to_string(data) + ")");
+        visit_dtype(r.dtype(), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if constexpr (std::is_integral_v<T>) root = static_cast<int64_t>(r.data_as<T>()[k]);
+        });
+        if (root < 0 || root >= static_cast<int64_t>(g->parts.size()))
+          throw RuntimeError(m->where + ": root " + std::to_string(root) +
+                             " is not a rank of its group of " + std::to_string(g->parts.size()));
+      }
+      out.push_back(g->parts[root][k]);
+    }
+    return out;
   };
 }
 
