@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "backends/cpu/kernels.h"
@@ -626,11 +627,19 @@ Kernel run_parallel_kernel(const ir::Operation& op, Compiler& cc) {
     std::vector<SpmdDevice> devices(n);
     std::vector<std::vector<HostTensor>> outs(n);
     std::vector<std::string> errors(n);
+    // The processes' checks reach the caller's on_check one at a time.
+    std::mutex check_mu;
+    runtime::ExecuteOptions options;
+    if (ctx.options && ctx.options->on_check)
+      options.on_check = [&](const runtime::CheckResult& r) {
+        const std::lock_guard<std::mutex> lock(check_mu);
+        ctx.options->on_check(r);
+      };
     auto run = [&](size_t i) {
       devices[i].comm = &comm;
       devices[i].device = static_cast<int>(i);
       ExecContext c;
-      c.options = ctx.options;
+      c.options = &options;
       c.spmd = &devices[i];
       try {
         outs[i] = compiled[i]->run(in.subspan(arg_begin[i], arg_begin[i + 1] - arg_begin[i]), c);
