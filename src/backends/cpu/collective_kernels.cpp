@@ -12,6 +12,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
+#include "cujax/runtime/spmd.h"
 #include "runtime/collectives.h"
 
 namespace cujax::cpu {
@@ -619,10 +620,29 @@ Kernel run_parallel_kernel(const ir::Operation& op, Compiler& cc) {
                         " operands and " + std::to_string(op.results.size()) + " results");
   arg_begin.push_back(args);
   res_begin.push_back(results);
+  // infeed = [@q0, @q1, ...]: functions whose results, in order, make the infeed queue.
+  std::vector<std::shared_ptr<const Program>> queue;
+  if (const ir::Attribute* infeed = op.attr("infeed")) {
+    if (infeed->kind != ir::Attribute::Kind::Array)
+      unsupported(op, "infeed must be a list of functions");
+    for (const auto& f : infeed->elements) {
+      const ir::Function* fn =
+          f->kind == ir::Attribute::Kind::Symbol ? cc.module().lookup(f->text) : nullptr;
+      if (!fn || !fn->arg_types().empty())
+        unsupported(op, "infeed must list functions without arguments");
+      queue.push_back(sub->compile_function(*fn));
+    }
+  }
   const std::string where = op.where();
-  return [compiled, arg_begin, res_begin, results, where](std::span<const HostTensor> in,
-                                                          ExecContext& ctx) {
+  return [compiled, queue, arg_begin, res_begin, results, where](std::span<const HostTensor> in,
+                                                                 ExecContext& ctx) {
     const size_t n = compiled.size();
+    InterpreterHost host;
+    for (const auto& q : queue) {
+      ExecContext c;
+      c.options = ctx.options;
+      for (HostTensor& t : q->run(std::vector<HostTensor>{}, c)) host.infeed.push_back(t);
+    }
     runtime::Communicator comm(std::vector<int>(n, 0), 0, nullptr);
     std::vector<SpmdDevice> devices(n);
     std::vector<std::vector<HostTensor>> outs(n);
@@ -641,11 +661,17 @@ Kernel run_parallel_kernel(const ir::Operation& op, Compiler& cc) {
       ExecContext c;
       c.options = &options;
       c.spmd = &devices[i];
+      c.host = &host;
       try {
         outs[i] = compiled[i]->run(in.subspan(arg_begin[i], arg_begin[i + 1] - arg_begin[i]), c);
       } catch (const std::exception& e) {
         errors[i] = e.what();
-        comm.abort("stopped because process " + std::to_string(i) + " failed: " + e.what());
+        const std::string why =
+            "stopped because process " + std::to_string(i) + " failed: " + e.what();
+        comm.abort(why);
+        const std::lock_guard<std::mutex> lock(host.mu);
+        if (host.aborted.empty()) host.aborted = why;
+        host.cv.notify_all();
       }
     };
     std::vector<std::thread> threads;
@@ -664,6 +690,87 @@ Kernel run_parallel_kernel(const ir::Operation& op, Compiler& cc) {
     for (auto& o : outs)
       for (HostTensor& t : o) all.push_back(std::move(t));
     return all;
+  };
+}
+
+InterpreterHost& host_of(ExecContext& ctx, const std::string& where) {
+  if (!ctx.host)
+    throw UnsupportedError(where + ": runs only in a process of interpreter.run_parallel");
+  return *ctx.host;
+}
+
+// A token: the last result of the ops below, which hold no data (see after_all).
+HostTensor token() {
+  return HostTensor(DType::F32, {});
+}
+
+// stablehlo.infeed: the next values of run_parallel's infeed queue, one per tensor result.
+Kernel infeed_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.num_results() - 1;
+  return [n, where = op.where()](std::span<const HostTensor>, ExecContext& ctx) {
+    InterpreterHost& host = host_of(ctx, where);
+    const std::lock_guard<std::mutex> lock(host.mu);
+    if (host.infeed.size() < n)
+      throw RuntimeError(where + ": the infeed queue holds " + std::to_string(host.infeed.size()) +
+                         " values, the op reads " + std::to_string(n));
+    std::vector<HostTensor> out;
+    for (size_t i = 0; i < n; ++i) {
+      out.push_back(std::move(host.infeed.front()));
+      host.infeed.pop_front();
+    }
+    out.push_back(token());
+    return out;
+  };
+}
+
+// stablehlo.outfeed: appends its operands (all but the token) to run_parallel's outfeed.
+Kernel outfeed_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.operands.size() - 1;
+  return [n, where = op.where()](std::span<const HostTensor> in, ExecContext& ctx) {
+    InterpreterHost& host = host_of(ctx, where);
+    const std::lock_guard<std::mutex> lock(host.mu);
+    for (size_t i = 0; i < n; ++i) host.outfeed.push_back(in[i]);
+    return std::vector<HostTensor>{token()};
+  };
+}
+
+// stablehlo.send: posts its operands (all but the token) on its channel; the recv of the same
+// channel handle, in any process of the run, takes them.
+Kernel send_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.operands.size() - 1;
+  return [n, channel = channel_id(op), where = op.where()](std::span<const HostTensor> in,
+                                                           ExecContext& ctx) {
+    InterpreterHost& host = host_of(ctx, where);
+    {
+      const std::lock_guard<std::mutex> lock(host.mu);
+      host.channels[channel].emplace_back(in.begin(), in.begin() + n);
+    }
+    host.cv.notify_all();
+    return std::vector<HostTensor>{token()};
+  };
+}
+
+// stablehlo.recv: waits (at most collective_timeout_seconds) for a send on its channel.
+Kernel recv_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.num_results() - 1;
+  return [n, channel = channel_id(op), where = op.where()](std::span<const HostTensor>,
+                                                           ExecContext& ctx) {
+    InterpreterHost& host = host_of(ctx, where);
+    std::unique_lock<std::mutex> lock(host.mu);
+    auto& box = host.channels[channel];
+    const auto timeout = std::chrono::duration<double>(runtime::collective_timeout_seconds());
+    if (!host.cv.wait_for(lock, timeout, [&] { return !box.empty() || !host.aborted.empty(); }))
+      throw RuntimeError(where + ": nothing was sent on channel " + std::to_string(channel) +
+                         " within " + std::to_string(runtime::collective_timeout_seconds()) + " s");
+    if (box.empty()) throw RuntimeError(where + ": " + host.aborted);
+    std::vector<HostTensor> out = std::move(box.front());
+    box.pop_front();
+    if (out.size() != n)
+      throw RuntimeError(where + ": channel " + std::to_string(channel) + " carried " +
+                         std::to_string(out.size()) + " values, the op receives " +
+                         std::to_string(n));
+    out.push_back(token());
+    return out;
   };
 }
 
@@ -710,6 +817,10 @@ void register_collective_kernels(KernelRegistry& r) {
   r.add("stablehlo.partition_id", process_id_kernel);
   r.add("stablehlo.replica_id", process_id_kernel);
   r.add("interpreter.run_parallel", run_parallel_kernel);
+  r.add("stablehlo.infeed", infeed_kernel);
+  r.add("stablehlo.outfeed", outfeed_kernel);
+  r.add("stablehlo.send", send_kernel);
+  r.add("stablehlo.recv", recv_kernel);
 }
 
 }  // namespace cujax::cpu
