@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
+#include "cujax/runtime/spmd.h"
 #include "runtime/collectives.h"
 
 namespace cujax::cpu {
@@ -526,10 +529,35 @@ Kernel collective_permute_kernel(const ir::Operation& op, Compiler& cc) {
 Kernel collective_broadcast_kernel(const ir::Operation& op, Compiler& cc) {
   auto m = std::make_shared<Meeting>(meeting(op, cc, collective_process_groups(op, cc)));
   auto zeros = std::make_shared<std::vector<HostTensor>>(zeros_like(op));
-  return [m, zeros](std::span<const HostTensor> in, ExecContext& ctx) {
+  // has_dynamic_root: a last operand of 1-d integer group ranks, one per data operand, names
+  // each one's source; otherwise every operand comes from rank 0.
+  const ir::Attribute* dyn = op.attr("has_dynamic_root");
+  const bool dynamic = dyn && (dyn->kind == ir::Attribute::Kind::Unit || dyn->boolean);
+  const size_t data = op.operands.size() - (dynamic ? 1 : 0);
+  return [m, zeros, dynamic, data](std::span<const HostTensor> in, ExecContext& ctx) {
     const CollectiveTimer timer(ctx);
-    auto g = m->meet(in, 1, ctx);
-    return g ? std::vector<HostTensor>{g->parts[0][0]} : *zeros;
+    auto g = m->meet(in, data, ctx);
+    if (!g) return *zeros;
+    std::vector<HostTensor> out;
+    for (size_t k = 0; k < data; ++k) {
+      int64_t root = 0;
+      if (dynamic) {
+        const HostTensor& r = in[data];
+        if (r.rank() != 1 || static_cast<size_t>(r.size()) != data || !is_integer(r.dtype()))
+          throw RuntimeError(m->where + ": the root operand " + r.type_string() +
+                             " must hold one integer group rank per data operand (" +
+                             std::to_string(data) + ")");
+        visit_dtype(r.dtype(), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if constexpr (std::is_integral_v<T>) root = static_cast<int64_t>(r.data_as<T>()[k]);
+        });
+        if (root < 0 || root >= static_cast<int64_t>(g->parts.size()))
+          throw RuntimeError(m->where + ": root " + std::to_string(root) +
+                             " is not a rank of its group of " + std::to_string(g->parts.size()));
+      }
+      out.push_back(g->parts[root][k]);
+    }
+    return out;
   };
 }
 
@@ -540,6 +568,209 @@ Kernel process_id_kernel(const ir::Operation& op, Compiler& cc) {
     const int device = ctx.spmd ? ctx.spmd->device : 0;
     const uint32_t id = static_cast<uint32_t>(partition ? device % P : device / P);
     return std::vector<HostTensor>{HostTensor::from_vector<uint32_t>({id}, {})};
+  };
+}
+
+// interpreter.run_parallel(args...) {programs = [[@f00, @f01, ...], [@f10, ...], ...]}: the
+// reference interpreter's SPMD execution. Row r, column p of `programs` is the process of
+// replica r and partition p (logical device r * num_partitions + p); each process takes the
+// next arguments in that order, as many as its function has, and the op returns every
+// process's results in the same order. The processes run on one thread each and meet in a
+// runtime::Communicator, as compile_spmd's devices do.
+Kernel run_parallel_kernel(const ir::Operation& op, Compiler& cc) {
+  const ir::Attribute* programs = op.attr("programs");
+  if (!programs || programs->kind != ir::Attribute::Kind::Array || programs->elements.empty())
+    unsupported(op, "needs programs = [[@f, ...], ...] (one row per replica)");
+  const int R = static_cast<int>(programs->elements.size());
+  int P = -1;
+  std::vector<const ir::Function*> fns;
+  for (const auto& row : programs->elements) {
+    if (row->kind != ir::Attribute::Kind::Array || row->elements.empty())
+      unsupported(op, "each row of programs must be a non-empty list of functions");
+    if (P >= 0 && static_cast<int>(row->elements.size()) != P)
+      unsupported(op, "the rows of programs have different lengths (" + std::to_string(P) +
+                          " and " + std::to_string(row->elements.size()) + " partitions)");
+    P = static_cast<int>(row->elements.size());
+    for (const auto& f : row->elements) {
+      if (f->kind != ir::Attribute::Kind::Symbol)
+        unsupported(op, "programs must hold function symbols");
+      const ir::Function* fn = cc.module().lookup(f->text);
+      if (!fn) unsupported(op, "runs undefined function @" + f->text);
+      fns.push_back(fn);
+    }
+  }
+  // The processes' programs, compiled for the R x P grid; one compiler numbers the collectives
+  // so that the processes of one function match up the same op's instances.
+  auto sub = std::make_shared<Compiler>(cc.module());
+  sub->set_process_grid(R, P);
+  std::vector<std::shared_ptr<const Program>> compiled;
+  std::vector<size_t> arg_begin, res_begin;
+  size_t args = 0, results = 0;
+  for (const ir::Function* fn : fns) {
+    compiled.push_back(sub->compile_function(*fn));
+    arg_begin.push_back(args);
+    res_begin.push_back(results);
+    args += fn->arg_types().size();
+    results += fn->result_types.size();
+  }
+  if (args != op.operands.size() || results != op.results.size())
+    unsupported(op, "its " + std::to_string(fns.size()) + " processes take " +
+                        std::to_string(args) + " arguments and return " + std::to_string(results) +
+                        " results, but the op has " + std::to_string(op.operands.size()) +
+                        " operands and " + std::to_string(op.results.size()) + " results");
+  arg_begin.push_back(args);
+  res_begin.push_back(results);
+  // infeed = [@q0, @q1, ...]: functions whose results, in order, make the infeed queue.
+  std::vector<std::shared_ptr<const Program>> queue;
+  if (const ir::Attribute* infeed = op.attr("infeed")) {
+    if (infeed->kind != ir::Attribute::Kind::Array)
+      unsupported(op, "infeed must be a list of functions");
+    for (const auto& f : infeed->elements) {
+      const ir::Function* fn =
+          f->kind == ir::Attribute::Kind::Symbol ? cc.module().lookup(f->text) : nullptr;
+      if (!fn || !fn->arg_types().empty())
+        unsupported(op, "infeed must list functions without arguments");
+      queue.push_back(sub->compile_function(*fn));
+    }
+  }
+  const std::string where = op.where();
+  return [compiled, queue, arg_begin, res_begin, results, where](std::span<const HostTensor> in,
+                                                                 ExecContext& ctx) {
+    const size_t n = compiled.size();
+    InterpreterHost host;
+    for (const auto& q : queue) {
+      ExecContext c;
+      c.options = ctx.options;
+      for (HostTensor& t : q->run(std::vector<HostTensor>{}, c)) host.infeed.push_back(t);
+    }
+    runtime::Communicator comm(std::vector<int>(n, 0), 0, nullptr);
+    std::vector<SpmdDevice> devices(n);
+    std::vector<std::vector<HostTensor>> outs(n);
+    std::vector<std::string> errors(n);
+    // The processes' checks reach the caller's on_check one at a time.
+    std::mutex check_mu;
+    runtime::ExecuteOptions options;
+    if (ctx.options && ctx.options->on_check)
+      options.on_check = [&](const runtime::CheckResult& r) {
+        const std::lock_guard<std::mutex> lock(check_mu);
+        ctx.options->on_check(r);
+      };
+    auto run = [&](size_t i) {
+      devices[i].comm = &comm;
+      devices[i].device = static_cast<int>(i);
+      ExecContext c;
+      c.options = &options;
+      c.spmd = &devices[i];
+      c.host = &host;
+      try {
+        outs[i] = compiled[i]->run(in.subspan(arg_begin[i], arg_begin[i + 1] - arg_begin[i]), c);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+        const std::string why =
+            "stopped because process " + std::to_string(i) + " failed: " + e.what();
+        comm.abort(why);
+        const std::lock_guard<std::mutex> lock(host.mu);
+        if (host.aborted.empty()) host.aborted = why;
+        host.cv.notify_all();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < n; ++i) threads.emplace_back(run, i);
+    run(0);
+    for (auto& t : threads) t.join();
+    // A failing process aborts the others; report the one whose error is not the abort.
+    for (size_t i = 0; i < n; ++i)
+      if (!errors[i].empty() && errors[i].find("stopped because process") == std::string::npos)
+        throw RuntimeError(where + ": process " + std::to_string(i) + ": " + errors[i]);
+    for (size_t i = 0; i < n; ++i)
+      if (!errors[i].empty())
+        throw RuntimeError(where + ": process " + std::to_string(i) + ": " + errors[i]);
+    std::vector<HostTensor> all;
+    all.reserve(results);
+    for (auto& o : outs)
+      for (HostTensor& t : o) all.push_back(std::move(t));
+    return all;
+  };
+}
+
+InterpreterHost& host_of(ExecContext& ctx, const std::string& where) {
+  if (!ctx.host)
+    throw UnsupportedError(where + ": runs only in a process of interpreter.run_parallel");
+  return *ctx.host;
+}
+
+// A token: the last result of the ops below, which hold no data (see after_all).
+HostTensor token() {
+  return HostTensor(DType::F32, {});
+}
+
+// stablehlo.infeed: the next values of run_parallel's infeed queue, one per tensor result.
+Kernel infeed_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.num_results() - 1;
+  return [n, where = op.where()](std::span<const HostTensor>, ExecContext& ctx) {
+    InterpreterHost& host = host_of(ctx, where);
+    const std::lock_guard<std::mutex> lock(host.mu);
+    if (host.infeed.size() < n)
+      throw RuntimeError(where + ": the infeed queue holds " + std::to_string(host.infeed.size()) +
+                         " values, the op reads " + std::to_string(n));
+    std::vector<HostTensor> out;
+    for (size_t i = 0; i < n; ++i) {
+      out.push_back(std::move(host.infeed.front()));
+      host.infeed.pop_front();
+    }
+    out.push_back(token());
+    return out;
+  };
+}
+
+// stablehlo.outfeed: appends its operands (all but the token) to run_parallel's outfeed.
+Kernel outfeed_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.operands.size() - 1;
+  return [n, where = op.where()](std::span<const HostTensor> in, ExecContext& ctx) {
+    InterpreterHost& host = host_of(ctx, where);
+    const std::lock_guard<std::mutex> lock(host.mu);
+    for (size_t i = 0; i < n; ++i) host.outfeed.push_back(in[i]);
+    return std::vector<HostTensor>{token()};
+  };
+}
+
+// stablehlo.send: posts its operands (all but the token) on its channel; the recv of the same
+// channel handle, in any process of the run, takes them.
+Kernel send_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.operands.size() - 1;
+  return [n, channel = channel_id(op), where = op.where()](std::span<const HostTensor> in,
+                                                           ExecContext& ctx) {
+    InterpreterHost& host = host_of(ctx, where);
+    {
+      const std::lock_guard<std::mutex> lock(host.mu);
+      host.channels[channel].emplace_back(in.begin(), in.begin() + n);
+    }
+    host.cv.notify_all();
+    return std::vector<HostTensor>{token()};
+  };
+}
+
+// stablehlo.recv: waits (at most collective_timeout_seconds) for a send on its channel.
+Kernel recv_kernel(const ir::Operation& op, Compiler&) {
+  const size_t n = op.num_results() - 1;
+  return [n, channel = channel_id(op), where = op.where()](std::span<const HostTensor>,
+                                                           ExecContext& ctx) {
+    InterpreterHost& host = host_of(ctx, where);
+    std::unique_lock<std::mutex> lock(host.mu);
+    auto& box = host.channels[channel];
+    const auto timeout = std::chrono::duration<double>(runtime::collective_timeout_seconds());
+    if (!host.cv.wait_for(lock, timeout, [&] { return !box.empty() || !host.aborted.empty(); }))
+      throw RuntimeError(where + ": nothing was sent on channel " + std::to_string(channel) +
+                         " within " + std::to_string(runtime::collective_timeout_seconds()) + " s");
+    if (box.empty()) throw RuntimeError(where + ": " + host.aborted);
+    std::vector<HostTensor> out = std::move(box.front());
+    box.pop_front();
+    if (out.size() != n)
+      throw RuntimeError(where + ": channel " + std::to_string(channel) + " carried " +
+                         std::to_string(out.size()) + " values, the op receives " +
+                         std::to_string(n));
+    out.push_back(token());
+    return out;
   };
 }
 
@@ -585,6 +816,11 @@ void register_collective_kernels(KernelRegistry& r) {
   r.add("stablehlo.collective_broadcast", collective_broadcast_kernel);
   r.add("stablehlo.partition_id", process_id_kernel);
   r.add("stablehlo.replica_id", process_id_kernel);
+  r.add("interpreter.run_parallel", run_parallel_kernel);
+  r.add("stablehlo.infeed", infeed_kernel);
+  r.add("stablehlo.outfeed", outfeed_kernel);
+  r.add("stablehlo.send", send_kernel);
+  r.add("stablehlo.recv", recv_kernel);
 }
 
 }  // namespace cujax::cpu

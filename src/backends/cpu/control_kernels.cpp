@@ -1,5 +1,9 @@
 // Ops that structure a program rather than compute: constants, calls, loops, branches, the
 // and the conformance checks.
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
 #include "backends/cpu/kernels.h"
 #include "compiler/sdpa_call.h"
 #include "cujax/runtime/checks.h"
@@ -157,6 +161,99 @@ Kernel identity_kernel(const ir::Operation& op, Compiler&) {
   };
 }
 
+// stablehlo.if: the true branch when the predicate holds, else the false branch.
+Kernel if_kernel(const ir::Operation& op, Compiler& cc) {
+  if (op.regions.size() != 2) unsupported(op, "needs a true and a false branch");
+  const auto captures = captured_values(op);
+  auto on_true = cc.compile_region(*op.regions[0], captures);
+  auto on_false = cc.compile_region(*op.regions[1], captures);
+  return [on_true, on_false](std::span<const HostTensor> in, ExecContext& ctx) {
+    const auto& branch = *in[0].data_as<bool>() ? on_true : on_false;
+    return branch->run(std::vector<HostTensor>{}, ctx, in.subspan(1));
+  };
+}
+
+// stablehlo.map: the computation applied to the operands' elements at each index (the spec
+// allows only dimensions = [0, ..., rank-1], the identity).
+Kernel map_kernel(const ir::Operation& op, Compiler& cc) {
+  if (op.regions.size() != 1 || op.num_results() != 1) unsupported(op, "needs one computation");
+  const ir::Type& rt = op.result()->type;
+  if (rt.is_token) unsupported(op, "its result must be a tensor");
+  const std::vector<int64_t> dims = op.ints("dimensions");
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != static_cast<int64_t>(i) || dims.size() != rt.shape.size())
+      unsupported(op, "dimensions must be [0, ..., rank - 1]");
+  const auto captures = captured_values(op);
+  auto body = cc.compile_region(*op.regions[0], captures);
+  const size_t n = op.operands.size();
+  const DType dtype = rt.dtype;
+  const Shape shape = rt.shape;
+  return [body, n, dtype, shape](std::span<const HostTensor> in, ExecContext& ctx) {
+    HostTensor out = HostTensor::uninitialized(dtype, shape);
+    const size_t out_bytes = size_of(dtype);
+    for (int64_t e = 0; e < out.size(); ++e) {
+      std::vector<HostTensor> scalars;
+      for (size_t k = 0; k < n; ++k) {
+        const size_t b = size_of(in[k].dtype());
+        const auto* src = static_cast<const std::byte*>(in[k].data()) + e * b;
+        scalars.push_back(HostTensor::from_bytes(in[k].dtype(), {}, {src, b}));
+      }
+      const std::vector<HostTensor> r = body->run(scalars, ctx, in.subspan(n));
+      std::memcpy(static_cast<std::byte*>(out.data()) + e * out_bytes, r.at(0).data(), out_bytes);
+    }
+    return std::vector<HostTensor>{out};
+  };
+}
+
+// A token: stablehlo.after_all's result, which orders side effects and holds no data. It is
+// represented as a rank-0 f32 tensor, as Type::token() is.
+Kernel after_all_kernel(const ir::Operation&, Compiler&) {
+  return [](std::span<const HostTensor>, ExecContext&) {
+    return std::vector<HostTensor>{HostTensor(DType::F32, {})};
+  };
+}
+
+// "[[1, 2], [3, 4]]" of a tensor's elements, nested by its shape.
+void print_elements(std::ostream& os, const HostTensor& t, size_t dim, int64_t& next) {
+  if (dim == t.shape().size()) {
+    visit_dtype(t.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T v = t.data_as<T>()[next++];
+      if constexpr (std::is_same_v<T, bool>)
+        os << (v ? "true" : "false");
+      else if constexpr (std::is_integral_v<T>)
+        os << +v;
+      else if constexpr (requires { static_cast<double>(v); })
+        os << static_cast<double>(v);
+      else
+        os << "?";
+    });
+    return;
+  }
+  os << '[';
+  for (int64_t i = 0; i < t.shape()[dim]; ++i) {
+    if (i) os << ", ";
+    print_elements(os, t, dim + 1, next);
+  }
+  os << ']';
+}
+
+// interpreter.print: writes the operand's type and elements to stdout, as the reference
+// interpreter does, and returns nothing.
+Kernel print_kernel(const ir::Operation& op, Compiler&) {
+  if (op.operands.size() != 1) unsupported(op, "takes one operand");
+  const std::string type = op.operands[0]->type.str();
+  return [type](std::span<const HostTensor> in, ExecContext&) {
+    std::ostringstream os;
+    os << type << " {\n  ";
+    int64_t next = 0;
+    print_elements(os, in[0], 0, next);
+    os << "\n}\n";
+    std::cout << os.str() << std::flush;
+    return std::vector<HostTensor>{};
+  };
+}
+
 }  // namespace
 
 void register_control_kernels(KernelRegistry& r) {
@@ -164,6 +261,10 @@ void register_control_kernels(KernelRegistry& r) {
   r.add("func.call", call_kernel);
   r.add("stablehlo.while", while_kernel);
   r.add("stablehlo.case", case_kernel);
+  r.add("stablehlo.if", if_kernel);
+  r.add("stablehlo.map", map_kernel);
+  r.add("stablehlo.after_all", after_all_kernel);
+  r.add("interpreter.print", print_kernel);
   r.add("stablehlo.custom_call", custom_call_kernel);
   r.add("stablehlo.optimization_barrier", identity_kernel);
   for (const char* check : {"check.expect_eq", "check.expect_almost_eq", "check.expect_close",

@@ -5,9 +5,12 @@
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,9 +38,21 @@ struct SpmdDevice {
   std::unordered_map<int64_t, int64_t> executions;  // per collective op: how many ran so far
 };
 
+// The host side of interpreter.run_parallel's processes: the infeed queue its `infeed`
+// functions fill, what outfeed wrote, and the values sent on each channel (send/recv).
+struct InterpreterHost {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<HostTensor> infeed;
+  std::vector<HostTensor> outfeed;
+  std::map<int64_t, std::deque<std::vector<HostTensor>>> channels;
+  std::string aborted;  // why a recv should stop waiting: another process failed
+};
+
 struct ExecContext {
   const runtime::ExecuteOptions* options = nullptr;
-  SpmdDevice* spmd = nullptr;  // nullptr outside compile_spmd: one device
+  SpmdDevice* spmd = nullptr;       // nullptr outside compile_spmd: one device
+  InterpreterHost* host = nullptr;  // nullptr outside interpreter.run_parallel
   // The memory of the arguments the executable received as their only owner (donated ones).
   // A result that could go into several operands' memory takes one of these first, so that a
   // donated buffer becomes the result that replaces it.
