@@ -194,6 +194,44 @@ func.func @main(%a: tensor<3xcomplex<f32>>, %b: tensor<3xcomplex<f32>>)
   }
 }
 
+// maximum/minimum order by (real, imaginary); cbrt is the principal cube root; atan2(y, x) is
+// an angle whose tangent is y / x and, on real values, the real atan2.
+TEST(ComplexKernels, OrderCbrtAtan2) {
+  const std::vector<C128> a = {{1.5, 2.5}, {1.5, 7.5}, {0.0, 1.5}, {-8, 0}, {3, 4}, {1, 0}};
+  const std::vector<C128> b = {{7.5, 1.5}, {1.5, 2.5}, {-0.0, 2.5}, {2, 0}, {-1, 2}, {-1, 0}};
+  const std::string text = R"(
+func.func @main(%a: tensor<6xcomplex<f64>>, %b: tensor<6xcomplex<f64>>)
+    -> (tensor<6xcomplex<f64>>, tensor<6xcomplex<f64>>, tensor<6xcomplex<f64>>,
+        tensor<6xcomplex<f64>>) {
+  %0 = stablehlo.maximum %a, %b : tensor<6xcomplex<f64>>
+  %1 = stablehlo.minimum %a, %b : tensor<6xcomplex<f64>>
+  %2 = stablehlo.cbrt %a : tensor<6xcomplex<f64>>
+  %3 = stablehlo.atan2 %a, %b : tensor<6xcomplex<f64>>
+  return %0, %1, %2, %3 : tensor<6xcomplex<f64>>, tensor<6xcomplex<f64>>,
+      tensor<6xcomplex<f64>>, tensor<6xcomplex<f64>>
+}
+)";
+  auto out = run(text, {tensor_of(a, {6}), tensor_of(b, {6})});
+  const auto mx = out[0].to_vector<C128>(), mn = out[1].to_vector<C128>();
+  const auto cb = out[2].to_vector<C128>(), at = out[3].to_vector<C128>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool a_first =
+        std::make_pair(a[i].real(), a[i].imag()) >= std::make_pair(b[i].real(), b[i].imag());
+    EXPECT_EQ(mx[i], a_first ? a[i] : b[i]) << i;
+    EXPECT_EQ(mn[i], a_first ? b[i] : a[i]) << i;
+    const C128 cube = cb[i] * cb[i] * cb[i];
+    EXPECT_NEAR(cube.real(), a[i].real(), 1e-12 * std::abs(a[i])) << i;
+    EXPECT_NEAR(cube.imag(), a[i].imag(), 1e-12 * std::abs(a[i])) << i;
+    EXPECT_GT(std::arg(cb[i]), -M_PI / 3 - 1e-12) << i;  // the principal root
+    EXPECT_LE(std::arg(cb[i]), M_PI / 3 + 1e-12) << i;
+    const C128 ratio = std::tan(at[i]);
+    EXPECT_NEAR(std::abs(ratio - a[i] / b[i]), 0, 1e-12 * std::abs(a[i] / b[i])) << i;
+  }
+  EXPECT_NEAR(cb[3].real(), 1.0, 1e-15);  // cbrt(-8) = 2 e^(i pi/3), not -2
+  EXPECT_NEAR(at[3].real(), std::atan2(-8.0, 2.0), 1e-15);
+  EXPECT_NEAR(at[5].real(), std::atan2(1.0, -1.0), 1e-15);
+}
+
 TEST(ComplexKernels, DotGeneralAndReduce) {
   std::mt19937 rng(3);
   std::normal_distribution<double> g;

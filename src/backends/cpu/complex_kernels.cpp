@@ -198,6 +198,14 @@ W logistic_c(const W& z) {
   return W(1) / (W(1) + std::exp(-z));
 }
 
+template <class C>
+C lexicographic_pick(C x, C y, bool larger) {
+  if (std::isnan(x.real()) || std::isnan(x.imag())) return x;
+  if (std::isnan(y.real()) || std::isnan(y.imag())) return y;
+  const bool x_larger = x.real() > y.real() || (x.real() == y.real() && x.imag() >= y.imag());
+  return x_larger == larger ? x : y;
+}
+
 // Unary ops whose result type is the operand's complex type; nullptr for others.
 template <class C>
 Kernel complex_unary(const ir::Operation& op) {
@@ -219,6 +227,9 @@ Kernel complex_unary(const ir::Operation& op) {
   if (n == "stablehlo.tan") return wide([](W z) { return std::tan(z); });
   if (n == "stablehlo.tanh") return wide([](W z) { return std::tanh(z); });
   if (n == "stablehlo.logistic") return wide([](W z) { return logistic_c(z); });
+  // The principal cube root, as the spec's reference interpreter computes it.
+  if (n == "stablehlo.cbrt")
+    return wide([](W z) { return std::polar(std::cbrt(std::abs(z)), std::arg(z) / 3); });
   // compiler::kComplexChloOps, kept by chlo decomposition for complex operands. The C library's
   // complex functions put the branch cuts where the StableHLO spec, XLA and NumPy do.
   if (n == "chlo.tan") return wide([](W z) { return std::tan(z); });
@@ -245,6 +256,16 @@ Kernel complex_binary(const ir::Operation& op) {
   if (n == "stablehlo.multiply") return wide([](W x, W y) { return x * y; });
   if (n == "stablehlo.divide") return wide([](W x, W y) { return x / y; });
   if (n == "stablehlo.power") return wide([](W x, W y) { return std::pow(x, y); });
+  // The spec's complex atan2(y, x): -i log((x + iy) / sqrt(x^2 + y^2)).
+  if (n == "stablehlo.atan2")
+    return wide(
+        [](W y, W x) { return W(0, -1) * std::log((x + W(0, 1) * y) / std::sqrt(x * x + y * y)); });
+  // maximum and minimum order complex numbers lexicographically by (real, imaginary), as the
+  // spec says; a NaN part propagates, as for floats.
+  if (n == "stablehlo.maximum")
+    return map2<C, C>(op, [](C x, C y) { return lexicographic_pick(x, y, true); });
+  if (n == "stablehlo.minimum")
+    return map2<C, C>(op, [](C x, C y) { return lexicographic_pick(x, y, false); });
   return nullptr;
 }
 
@@ -755,21 +776,19 @@ constexpr const char* kElementwiseOps[] = {
     "stablehlo.logistic", "stablehlo.add",          "stablehlo.subtract",
     "stablehlo.multiply", "stablehlo.divide",       "stablehlo.power",
     "stablehlo.real",     "stablehlo.imag",         "stablehlo.abs",
-    "stablehlo.compare",  "stablehlo.convert",      "stablehlo.complex"};
+    "stablehlo.compare",  "stablehlo.convert",      "stablehlo.complex",
+    "stablehlo.atan2",    "stablehlo.maximum",      "stablehlo.minimum",
+    "stablehlo.cbrt"};
 
 // Ops of the spec that are not defined on complex numbers: a clear error instead of a
 // misleading one from a real-typed kernel.
-constexpr const char* kRealOnlyOps[] = {"stablehlo.maximum",
-                                        "stablehlo.minimum",
-                                        "stablehlo.remainder",
+constexpr const char* kRealOnlyOps[] = {"stablehlo.remainder",
                                         "stablehlo.floor",
                                         "stablehlo.ceil",
                                         "stablehlo.round_nearest_afz",
                                         "stablehlo.round_nearest_even",
                                         "stablehlo.is_finite",
-                                        "stablehlo.cbrt",
                                         "stablehlo.clamp",
-                                        "stablehlo.atan2",
                                         "stablehlo.reduce_precision",
                                         "stablehlo.convolution",
                                         "stablehlo.triangular_solve",
