@@ -232,6 +232,18 @@ func.func @main(%a: tensor<6xcomplex<f64>>, %b: tensor<6xcomplex<f64>>)
   EXPECT_NEAR(at[5].real(), std::atan2(1.0, -1.0), 1e-15);
 }
 
+TEST(ComplexKernels, IotaCountsInTheRealPart) {
+  auto out = run(R"(
+func.func @main() -> tensor<2x3xcomplex<f32>> {
+  %0 = stablehlo.iota dim = 1 : tensor<2x3xcomplex<f32>>
+  return %0 : tensor<2x3xcomplex<f32>>
+}
+)",
+                 {});
+  const auto v = out[0].to_vector<C64>();
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i], C64(static_cast<float>(i % 3), 0)) << i;
+}
+
 TEST(ComplexKernels, DotGeneralAndReduce) {
   std::mt19937 rng(3);
   std::normal_distribution<double> g;

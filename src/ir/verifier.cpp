@@ -528,7 +528,7 @@ void check_iota(OpCheck& c) {
   c.operands_are(0);
   c.results_are(1);
   c.all_tensors();
-  c.result_kind(0, Kinds::IntOrFloat);
+  c.result_kind(0, Kinds::IntFloatOrComplex);
   const int64_t d = c.integer("iota_dimension");
   if (d < 0 || d >= c.result(0).rank())
     c.fail("iota_dimension = " + std::to_string(d) + " is out of range for result type " +

@@ -343,7 +343,7 @@ Kernel iota_kernel(const ir::Operation& op, Compiler&) {
   return [out, dim](std::span<const HostTensor>, ExecContext&) {
     HostTensor r(out.dtype, out.shape);
     if (r.size() == 0) return std::vector<HostTensor>{r};
-    visit_dtype(out.dtype, [&](auto tag) {
+    visit_dtype_with_complex(out.dtype, [&](auto tag) {  // complex: (index, 0)
       using T = typename decltype(tag)::type;
       fill_iota(r.data_as<T>(), out.shape, dim);
     });
