@@ -527,14 +527,18 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
                                                const std::shared_ptr<Device>& dev,
                                                const SpmdContext* spmd,
                                                const runtime::CompileOptions& options) {
-  // chlo ops become StableHLO first; the program keeps nothing of the lowered module.
+  auto compile = [&](const ir::Module& m, const ir::Function& f) {
+    if (f.body.blocks.size() != 1)
+      throw UnsupportedError("@" + f.name + ": functions with several blocks are not supported");
+    return compile_steps(m, f.body.front(), {}, dev, spmd, options);
+  };
+  // chlo ops become StableHLO first (once: those it keeps, on complex operands, take the host
+  // path); the program keeps nothing of the lowered module.
   if (compiler::has_chlo(module)) {
     const std::unique_ptr<ir::Module> lowered = compiler::decompose_chlo(module);
-    return compile_program(*lowered, *lowered->lookup(fn.name), dev, spmd, options);
+    return compile(*lowered, *lowered->lookup(fn.name));
   }
-  if (fn.body.blocks.size() != 1)
-    throw UnsupportedError("@" + fn.name + ": functions with several blocks are not supported");
-  return compile_steps(module, fn.body.front(), {}, dev, spmd, options);
+  return compile(module, fn);
 }
 
 std::shared_ptr<const Program> compile_block(const ir::Module& module, const ir::Block& block,
