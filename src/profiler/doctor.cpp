@@ -489,7 +489,8 @@ Report diagnose(const json::Value& trace, const GpuStatus* gpu, const DoctorOpti
   std::vector<double> later_walls;
   for (size_t i = 1; i < report.steps.size(); ++i) later_walls.push_back(report.steps[i].wall_us);
   std::sort(later_walls.begin(), later_walls.end());
-  const double typical = later_walls.empty() ? 0 : later_walls[later_walls.size() / 2];
+  // The lower median: one slow later step (a wait, an evaluation) must not hide the compile.
+  const double typical = later_walls.empty() ? 0 : later_walls[(later_walls.size() - 1) / 2];
   if (first.compile_us > 0 && (first.compile_us >= 0.5 * first.wall_us ||
                                (typical > 0 && first.compile_us > 2 * typical))) {
     Finding f;
