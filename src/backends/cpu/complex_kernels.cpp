@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "backends/cpu/complex_kernels.h"
 #include "backends/cpu/elementwise_ops.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
@@ -74,14 +75,6 @@ void visit_complex(DType t, F&& f) {
     case DType::F64:
       throw Error("visit_complex: " + std::string(mlir_name(t)) + " is not a complex type");
   }
-}
-
-bool touches_complex(const ir::Operation& op) {
-  for (const ir::Value* v : op.operands)
-    if (!v->type.is_token && is_complex(v->type.dtype)) return true;
-  for (const auto& r : op.results)
-    if (!r->type.is_token && is_complex(r->type.dtype)) return true;
-  return false;
 }
 
 std::vector<HostTensor> one(HostTensor t) {
@@ -796,6 +789,14 @@ constexpr const char* kRealOnlyOps[] = {"stablehlo.remainder",
                                         "stablehlo.select_and_scatter"};
 
 }  // namespace
+
+bool touches_complex(const ir::Operation& op) {
+  for (const ir::Value* v : op.operands)
+    if (!v->type.is_token && is_complex(v->type.dtype)) return true;
+  for (const auto& r : op.results)
+    if (!r->type.is_token && is_complex(r->type.dtype)) return true;
+  return false;
+}
 
 void register_complex_kernels(KernelRegistry& r) {
   auto wrap = [&r](const std::string& name, KernelFactory complex_factory) {

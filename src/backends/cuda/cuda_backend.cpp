@@ -13,6 +13,7 @@
 
 #include "backends/common/copy_plan.h"
 #include "backends/common/slots.h"
+#include "backends/cpu/complex_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cuda/codegen/fused.h"
 #include "backends/cuda/cublaslt.h"
@@ -362,14 +363,6 @@ DeviceKernel device_kernel(const ir::Operation& op, const std::shared_ptr<Device
   return {};
 }
 
-bool reads_or_writes_complex(const ir::Operation& op) {
-  for (const ir::Value* v : op.operands)
-    if (is_complex(v->type.dtype)) return true;
-  for (const auto& r : op.results)
-    if (is_complex(r->type.dtype)) return true;
-  return false;
-}
-
 }  // namespace
 
 // Whether `op`'s regions (a while body, a case branch) hold a collective: those run on the host
@@ -466,7 +459,7 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     step.flops = cost.flops + cost.transcendentals;
     step.bytes = cost.bytes;
     // Complex values have no device kernels yet: their ops take the host path.
-    if (!reads_or_writes_complex(op)) {
+    if (!cpu::touches_complex(op)) {
       if (spmd) step.device = spmd->device_kernel(op, host_compiler);
       if (!step.device) step.device = device_kernel(op, dev);
       if (!step.device)
