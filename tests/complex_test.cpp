@@ -279,6 +279,59 @@ func.func @main(%a: tensor<2x3x4xcomplex<f64>>, %b: tensor<2x4x5xcomplex<f64>>)
     }
 }
 
+// triangular_solve for every side, triangle, transpose_a and unit_diagonal: the solution
+// multiplied back by op(a) (its triangle, conjugated for ADJOINT) gives b.
+TEST(ComplexKernels, TriangularSolveMultipliesBack) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> g;
+  const int n = 4, m = 3;
+  std::vector<C128> a(2 * n * n);
+  for (auto& x : a) x = {g(rng), g(rng)};
+  for (int q = 0; q < 2; ++q)
+    for (int i = 0; i < n; ++i) a[(q * n + i) * n + i] += C128(4, 1);  // well conditioned
+  for (bool left : {true, false})
+    for (bool lower : {true, false})
+      for (const char* tr : {"NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"})
+        for (bool unit : {false, true}) {
+          const int rows = left ? n : m, cols = left ? m : n;
+          std::vector<C128> b(2 * rows * cols);
+          for (auto& x : b) x = {g(rng), g(rng)};
+          const std::string bt =
+              "tensor<2x" + std::to_string(rows) + "x" + std::to_string(cols) + "xcomplex<f64>>";
+          const std::string text =
+              "func.func @main(%a: tensor<2x4x4xcomplex<f64>>, %b: " + bt + ") -> " + bt +
+              " {\n  %0 = \"stablehlo.triangular_solve\"(%a, %b) {left_side = " +
+              (left ? "true" : "false") + ", lower = " + (lower ? "true" : "false") +
+              ", unit_diagonal = " + (unit ? "true" : "false") +
+              ", transpose_a = #stablehlo<transpose " + tr + ">} : (tensor<2x4x4xcomplex<f64>>, " +
+              bt + ") -> " + bt + "\n  return %0 : " + bt + "\n}\n";
+          const auto x = run(text, {tensor_of(a, {2, n, n}), tensor_of(b, {2, rows, cols})})[0]
+                             .to_vector<C128>();
+          const std::string t = tr;
+          for (int q = 0; q < 2; ++q) {
+            auto op_a = [&](int i, int j) {
+              const int r = t == "NO_TRANSPOSE" ? i : j, c = t == "NO_TRANSPOSE" ? j : i;
+              if (r == c && unit) return CL(1);
+              if (lower ? c > r : c < r) return CL(0);
+              const CL v(a[(q * n + r) * n + c]);
+              return t == "ADJOINT" ? std::conj(v) : v;
+            };
+            for (int i = 0; i < rows; ++i)
+              for (int j = 0; j < cols; ++j) {
+                CL got = 0;
+                for (int k = 0; k < n; ++k)
+                  got += left ? op_a(i, k) * CL(x[(q * rows + k) * cols + j])
+                              : CL(x[(q * rows + i) * cols + k]) * op_a(k, j);
+                const C128 want = b[(q * rows + i) * cols + j];
+                EXPECT_NEAR(static_cast<double>(got.real()), want.real(), 1e-12)
+                    << left << lower << t << unit;
+                EXPECT_NEAR(static_cast<double>(got.imag()), want.imag(), 1e-12)
+                    << left << lower << t << unit;
+              }
+          }
+        }
+}
+
 // The DFT of x along its last axis, computed naively in long double.
 std::vector<CL> naive_dft(const std::vector<CL>& x, int64_t n, bool inverse) {
   std::vector<CL> y(x.size());

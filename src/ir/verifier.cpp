@@ -1093,7 +1093,7 @@ void check_triangular_solve(OpCheck& c) {
   c.all_tensors();
   const Type& a = c.operand(0);
   const Type& b = c.operand(1);
-  c.operand_kind(0, Kinds::Float);
+  c.operand_kind(0, Kinds::FloatOrComplex);
   if (a.rank() < 2) c.fail("operand 0 has type " + a.str() + ", expected rank >= 2");
   const int64_t r = a.rank();
   if (a.shape[r - 1] != a.shape[r - 2])

@@ -36,6 +36,9 @@ struct CheckResult {
 struct ExecuteOptions {
   // Receives every check.* result. Without it a failing check throws RuntimeError.
   std::function<void(const CheckResult&)> on_check;
+  // Receives the text `interpreter.print` writes (one whole print per call). Without it the
+  // text goes to stdout.
+  std::function<void(const std::string&)> on_print;
 };
 
 // What an accelerator backend does with an op it has no device kernel for, so that the op would
@@ -80,8 +83,7 @@ class Backend {
   // Throws UnsupportedError naming the first op the backend cannot run. The executable runs
   // on device `device` of this platform.
   virtual std::unique_ptr<Executable> compile(const ir::Module& module,
-                                              std::string_view entry = "main",
-                                              int device = 0,
+                                              std::string_view entry = "main", int device = 0,
                                               const CompileOptions& options = {}) const = 0;
   // Copies between the host and device `device`. to_device may return before the copy is done
   // (the buffer's ready event says when); to_host waits. On cpu neither copies: the buffer

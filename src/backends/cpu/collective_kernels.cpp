@@ -647,13 +647,18 @@ Kernel run_parallel_kernel(const ir::Operation& op, Compiler& cc) {
     std::vector<SpmdDevice> devices(n);
     std::vector<std::vector<HostTensor>> outs(n);
     std::vector<std::string> errors(n);
-    // The processes' checks reach the caller's on_check one at a time.
+    // The processes' checks and prints reach the caller's callbacks one at a time.
     std::mutex check_mu;
     runtime::ExecuteOptions options;
     if (ctx.options && ctx.options->on_check)
       options.on_check = [&](const runtime::CheckResult& r) {
         const std::lock_guard<std::mutex> lock(check_mu);
         ctx.options->on_check(r);
+      };
+    if (ctx.options && ctx.options->on_print)
+      options.on_print = [&](const std::string& text) {
+        const std::lock_guard<std::mutex> lock(check_mu);
+        ctx.options->on_print(text);
       };
     auto run = [&](size_t i) {
       devices[i].comm = &comm;

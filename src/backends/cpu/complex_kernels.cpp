@@ -773,6 +773,90 @@ constexpr const char* kElementwiseOps[] = {
     "stablehlo.atan2",    "stablehlo.maximum",      "stablehlo.minimum",
     "stablehlo.cbrt"};
 
+// triangular_solve: substitution in the wide type, one rounding per element of the solution.
+// ADJOINT is the conjugate transpose; the ignored triangle of a is never read.
+
+bool flag_attr(const ir::Operation& op, const char* name) {
+  const ir::Attribute* a = op.attr(name);
+  if (!a) unsupported(op, std::string("needs the ") + name + " attribute");
+  if (a->kind == ir::Attribute::Kind::Bool) return a->boolean;
+  if (a->kind == ir::Attribute::Kind::Unit) return true;
+  unsupported(op, std::string(name) + " must be a boolean");
+}
+
+Kernel triangular_solve_complex_kernel(const ir::Operation& op) {
+  const ir::Type at = operand_type(op, 0), bt = operand_type(op, 1);
+  if (at.dtype != bt.dtype || result_type(op) != bt)
+    unsupported(op,
+                "needs a, b and the result of one complex type, got " + at.str() + ", " + bt.str());
+  const int64_t rank = at.rank();
+  if (rank < 2 || bt.rank() != rank) unsupported(op, "operands need the same rank >= 2");
+  const int64_t n = at.shape[rank - 1];
+  if (at.shape[rank - 2] != n) unsupported(op, "a must be square in its last two dims");
+  int64_t batch = 1;
+  for (int64_t d = 0; d < rank - 2; ++d) {
+    if (at.shape[d] != bt.shape[d]) unsupported(op, "batch dimensions of a and b differ");
+    batch *= at.shape[d];
+  }
+  const bool left = flag_attr(op, "left_side"), lower = flag_attr(op, "lower"),
+             unit = flag_attr(op, "unit_diagonal");
+  std::string t = "NO_TRANSPOSE";
+  if (const ir::Attribute* tr = op.attr("transpose_a"))
+    t = tr->kind == ir::Attribute::Kind::Enum ? tr->enum_value : tr->text;
+  if (t != "NO_TRANSPOSE" && t != "TRANSPOSE" && t != "ADJOINT")
+    unsupported(op, "unknown transpose_a value " + t);
+  const bool transpose = t != "NO_TRANSPOSE", adjoint = t == "ADJOINT";
+  const int64_t rows = bt.shape[rank - 2], cols = bt.shape[rank - 1];
+  if ((left ? rows : cols) != n)
+    unsupported(op, "b's " + std::string(left ? "rows" : "columns") + " must match a");
+  const DType dtype = bt.dtype;
+  const Shape b_shape = bt.shape;
+  return [=](std::span<const HostTensor> in, ExecContext&) {
+    HostTensor out(dtype, b_shape);
+    visit_complex(dtype, [&](auto tag) {
+      using C = typename decltype(tag)::type;
+      using W = Wide<C>;
+      const C* a = in[0].data_as<C>();
+      const C* b = in[1].data_as<C>();
+      C* x = out.data_as<C>();
+      // op(a)[i][j], reading only the triangle `lower` names.
+      auto op_a = [&](const C* m, int64_t i, int64_t j) {
+        const int64_t r = transpose ? j : i, c = transpose ? i : j;
+        if (r == c && unit) return W(1);
+        if (lower ? c > r : c < r) return W(0);
+        const W v = widen(m[r * n + c]);
+        return adjoint ? std::conj(v) : v;
+      };
+      const bool op_lower = lower != transpose;
+      parallel_for(batch, 1, [&](int64_t b0, int64_t b1) {
+        std::vector<W> sol(rows * cols);
+        for (int64_t q = b0; q < b1; ++q) {
+          const C* m = a + q * n * n;
+          for (int64_t i = 0; i < rows * cols; ++i) sol[i] = widen(b[q * rows * cols + i]);
+          // Left: op(a) X = B, solved per column; right: X op(a) = B, per row.
+          const bool forward = left ? op_lower : !op_lower;
+          const int64_t lines = left ? cols : rows;
+          for (int64_t line = 0; line < lines; ++line) {
+            auto at = [&](int64_t k) -> W& {
+              return left ? sol[k * cols + line] : sol[line * cols + k];
+            };
+            for (int64_t s = 0; s < n; ++s) {
+              const int64_t j = forward ? s : n - 1 - s;
+              W acc = at(j);
+              const int64_t k0 = forward ? 0 : j + 1, k1 = forward ? j : n;
+              for (int64_t k = k0; k < k1; ++k)
+                acc -= (left ? op_a(m, j, k) : op_a(m, k, j)) * at(k);
+              at(j) = acc / op_a(m, j, j);
+            }
+          }
+          for (int64_t i = 0; i < rows * cols; ++i) x[q * rows * cols + i] = narrow<C>(sol[i]);
+        }
+      });
+    });
+    return std::vector<HostTensor>{out};
+  };
+}
+
 // Ops of the spec that are not defined on complex numbers: a clear error instead of a
 // misleading one from a real-typed kernel.
 constexpr const char* kRealOnlyOps[] = {"stablehlo.remainder",
@@ -784,7 +868,6 @@ constexpr const char* kRealOnlyOps[] = {"stablehlo.remainder",
                                         "stablehlo.clamp",
                                         "stablehlo.reduce_precision",
                                         "stablehlo.convolution",
-                                        "stablehlo.triangular_solve",
                                         "stablehlo.scatter",
                                         "stablehlo.select_and_scatter"};
 
@@ -819,6 +902,8 @@ void register_complex_kernels(KernelRegistry& r) {
     });
   wrap("stablehlo.dot_general",
        [](const ir::Operation& op, Compiler&) { return dot_general_complex_kernel(op); });
+  wrap("stablehlo.triangular_solve",
+       [](const ir::Operation& op, Compiler&) { return triangular_solve_complex_kernel(op); });
   wrap("stablehlo.fft", [](const ir::Operation& op, Compiler&) { return fft_kernel_complex(op); });
   wrap("stablehlo.reduce", reduce_complex_kernel);
   wrap("stablehlo.reduce_window", reduce_window_complex_kernel);

@@ -238,18 +238,24 @@ void print_elements(std::ostream& os, const HostTensor& t, size_t dim, int64_t& 
   os << ']';
 }
 
-// interpreter.print: writes the operand's type and elements to stdout, as the reference
-// interpreter does, and returns nothing.
+// interpreter.print: writes "%name = type {", the elements and "}" as the reference interpreter
+// does (to ExecuteOptions::on_print, else stdout), and returns nothing.
 Kernel print_kernel(const ir::Operation& op, Compiler&) {
   if (op.operands.size() != 1) unsupported(op, "takes one operand");
-  const std::string type = op.operands[0]->type.str();
-  return [type](std::span<const HostTensor> in, ExecContext&) {
+  const ir::Value* v = op.operands[0];
+  const std::string head =
+      (v->name_hint.empty() ? "" : "%" + v->name_hint + " = ") + v->type.str() + " {\n  ";
+  return [head](std::span<const HostTensor> in, ExecContext& ctx) {
     std::ostringstream os;
-    os << type << " {\n  ";
+    os << head;
     int64_t next = 0;
     print_elements(os, in[0], 0, next);
     os << "\n}\n";
-    std::cout << os.str() << std::flush;
+    if (ctx.options && ctx.options->on_print) {
+      ctx.options->on_print(os.str());
+    } else {
+      std::cout << os.str() << std::flush;
+    }
     return std::vector<HostTensor>{};
   };
 }
