@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -101,6 +102,17 @@ TEST(Json, AccessorsNameWhatTheyFound) {
   }
   EXPECT_THROW(v.at("f").as_int(), Error);  // 2.5 is not an integer
   EXPECT_EQ(json::parse("4.0").as_int(), 4);
+  EXPECT_EQ(json::parse("-9.223372036854775808e18").as_int(), INT64_MIN);
+  // Integral floats beyond int64 (found by the exported-artifact fuzzer): an error, not UB.
+  for (const char* big : {"9.223372036854775808e18", "5.55556e118", "-1e19"}) {
+    try {
+      json::parse(big).as_int();
+      FAIL() << big;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("does not fit in a 64-bit integer"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

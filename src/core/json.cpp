@@ -192,7 +192,11 @@ bool Value::as_bool() const {
 }
 int64_t Value::as_int() const {
   if (kind_ == Kind::Int) return int_;
-  if (kind_ == Kind::Float && std::floor(float_) == float_) return static_cast<int64_t>(float_);
+  if (kind_ == Kind::Float && std::floor(float_) == float_) {
+    // -2^63 <= x < 2^63: beyond that the conversion is undefined.
+    if (float_ >= -0x1p63 && float_ < 0x1p63) return static_cast<int64_t>(float_);
+    throw Error("JSON: the number " + dump(*this) + " does not fit in a 64-bit integer");
+  }
   wrong_kind("an integer", kind_);
 }
 double Value::as_double() const {
