@@ -18,11 +18,13 @@
 #include "cujax/jit.h"
 #include "cujax/lax.h"
 #include "cujax/numpy.h"
+#include "cujax/vmap.h"
 
 namespace cujax {
 namespace {
 
 namespace jnp = cujax::numpy;
+using namespace std::complex_literals;
 using C64 = std::complex<float>;
 using C128 = std::complex<double>;
 
@@ -309,6 +311,31 @@ TEST(ComplexApi, JitMatchesEager) {
   EXPECT_EQ(f(z, w).dtype(), DType::F32);
 }
 
+// vmap over a batch axis that is not in front: each row's result equals the unbatched one.
+TEST(ComplexApi, VmapMatchesPerRow) {
+  auto f = [](const Array& z) {
+    const Array y = jnp::fft::fft(z * lax::complex(jnp::imag(z), jnp::real(z)));
+    return jnp::abs(y) + jnp::angle(jnp::conj(y));
+  };
+  const Array zs = c64(values(15, 41), {5, 3});  // three vectors of 5, mapped along axis 1
+  const Array out = vmap(f, 1, 0)(zs);
+  ASSERT_EQ(out.shape(), Shape({3, 5}));
+  for (int64_t i = 0; i < 3; ++i)
+    expect_close(jnp::at(out, {i}).to_host(), as_c128(f(jnp::at(zs, {Slice(), i})).to_host()), 1e-6,
+                 "vmap row");
+  // Per-example gradients of a real function of complex rows.
+  auto loss = [](const Array& z) { return jnp::sum(jnp::abs(jnp::fft::ifft(z * z))); };
+  const Array gs = vmap(grad(loss))(jnp::transpose(zs));
+  for (int64_t i = 0; i < 3; ++i)
+    expect_close(jnp::at(gs, {i}).to_host(),
+                 as_c128(grad(loss)(jnp::at(zs, {Slice(), i})).to_host()), 1e-6, "vmap grad");
+  // Out-of-range gathers fill complex arrays with nan+0j (JAX's fill mode).
+  const Array t = jnp::take(zs, jnp::array({0, 99}), std::nullopt, jnp::IndexMode::Fill);
+  const auto tv = t.to_vector<C64>();
+  EXPECT_TRUE(std::isnan(tv[1].real()));
+  EXPECT_EQ(tv[0], zs.to_vector<C64>()[0]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Gradients: JAX's convention
 
@@ -433,6 +460,20 @@ TEST(ComplexGrad, HolomorphicVjpJvpAndErrors) {
   expect_close(ta.to_host(),
                {2 * (std::conj(zh[0]) * tv[0]).real(), 2 * (std::conj(zh[1]) * tv[1]).real()},
                1e-12, "jvp |z|^2");
+  // grad(..., holomorphic): f'(z) of a complex scalar function, as jax.grad(holomorphic=True).
+  const Array z0 = jnp::asarray(C128(0.5, -1.25), DType::C128);
+  const Array gh =
+      grad([](const Array& v) { return jnp::sin(v) * v; }, argnums<0>, holomorphic)(z0);
+  const C128 zc(0.5, -1.25);
+  expect_close(gh.to_host(), {std::cos(zc) * zc + std::sin(zc)}, 1e-12, "grad holomorphic");
+  auto [val, gv] =
+      value_and_grad([](const Array& v) { return v * v; }, argnums<0>, holomorphic)(z0);
+  expect_close(val.to_host(), {zc * zc}, 1e-12, "value_and_grad holomorphic value");
+  expect_close(gv.to_host(), {2.0 * zc}, 1e-12, "value_and_grad holomorphic");
+  EXPECT_THROW(grad([](const Array& v) { return jnp::abs(v); }, argnums<0>, holomorphic)(z0),
+               Error);  // a real output
+  EXPECT_THROW(grad([](const Array& v) { return v * 1i; }, argnums<0>, holomorphic)(f64({1}, {})),
+               Error);  // a real input
   // grad of a complex output is an error naming the dtype.
   try {
     grad([](const Array& v) { return jnp::sum(v * v); })(z);

@@ -70,8 +70,7 @@ Array fft(const Array& x, FftType fft_type, const std::vector<int64_t>& fft_leng
   Array a = x;
   if (fft_type == FftType::RFFT) {
     if (is_complex(x.dtype())) fail("fft", "RFFT needs a real operand, got " + type_str(x));
-    if (!is_float(x.dtype()) || (x.dtype() != DType::F32 && x.dtype() != DType::F64))
-      a = convert_element_type(x, DType::F32);
+    if (x.dtype() != DType::F32 && x.dtype() != DType::F64) a = convert_element_type(x, DType::F32);
   } else if (!is_complex(x.dtype())) {
     a = convert_element_type(x, complex_of(x.dtype()));
   }

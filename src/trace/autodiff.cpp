@@ -185,11 +185,22 @@ void check_scalar_output(const Array& y) {
   if (!y.valid()) throw Error("grad: the function returned an uninitialized Array");
   if (is_complex(y.dtype()))
     throw Error("grad requires real-valued outputs, but the function returned " + type_of(y) +
-                " (complex); differentiate real(f) or abs(f), or use vjp with a complex "
-                "cotangent (1 gives f'(z) of a holomorphic f)");
+                " (complex); for f'(z) of a holomorphic f pass `holomorphic` "
+                "(grad(f, argnums<0>, holomorphic)), or differentiate real(f) or abs(f)");
   if (!y.shape().empty() || !is_float(y.dtype()))
     throw Error("grad requires real scalar outputs, but the function returned " + type_of(y) +
                 "; use vjp for non-scalar outputs");
+}
+
+void check_holomorphic(const Array& y, const std::vector<Array>& inputs) {
+  if (!y.valid()) throw Error("grad: the function returned an uninitialized Array");
+  if (!y.shape().empty() || !is_complex(y.dtype()))
+    throw Error(
+        "grad with holomorphic requires a complex scalar output, but the function returned " +
+        type_of(y));
+  for (const Array& x : inputs)
+    if (!is_complex(x.dtype()))
+      throw Error("grad with holomorphic requires complex inputs, got " + type_of(x));
 }
 
 void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array>& cts,
