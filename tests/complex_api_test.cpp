@@ -329,6 +329,19 @@ TEST(ComplexApi, VmapMatchesPerRow) {
   for (int64_t i = 0; i < 3; ++i)
     expect_close(jnp::at(gs, {i}).to_host(),
                  as_c128(grad(loss)(jnp::at(zs, {Slice(), i})).to_host()), 1e-6, "vmap grad");
+  // Updates at indices (scatters of the parts) and their gradients (a gather's is a scatter).
+  const Array zr = jnp::at(zs, {0});
+  EXPECT_EQ(jnp::at_set(zr, {1}, C128(9, -9)).to_vector<C64>()[1], C64(9, -9));
+  const Array added = jnp::at_add(zr, {jnp::array({2, 2})}, C128(1, 1));
+  EXPECT_EQ(added.to_vector<C64>()[2], zr.to_vector<C64>()[2] + C64(2, 2));
+  EXPECT_THROW(jnp::at_multiply(zr, {1}, C128(0, 1)), Error);  // no complex scatter_mul
+  auto picked = [](const Array& v) {
+    return jnp::sum(jnp::abs(jnp::at(v, {jnp::array({0, 2, 2})})));
+  };
+  const auto zrv = zr.to_vector<C64>();
+  const Array gp = grad(picked)(zr);
+  auto unit = [](C64 v) { return C128(std::conj(v)) / std::abs(C128(v)); };
+  expect_close(gp.to_host(), {unit(zrv[0]), 0, 2.0 * unit(zrv[2])}, 1e-6, "grad of a gather");
   // Out-of-range gathers fill complex arrays with nan+0j (JAX's fill mode).
   const Array t = jnp::take(zs, jnp::array({0, 99}), std::nullopt, jnp::IndexMode::Fill);
   const auto tv = t.to_vector<C64>();
