@@ -134,6 +134,9 @@ Array compare(const std::string& op, const Array& x, const Array& y, const std::
   if (x.shape() != y.shape() || x.dtype() != y.dtype())
     fail(op,
          "operands must have the same shape and dtype, got " + type_str(x) + " and " + type_str(y));
+  if (is_complex(x.dtype()) && direction != "EQ" && direction != "NE")
+    fail(op, "complex numbers compare only for (in)equality, got " + type_str(x) +
+                 " (numpy's ordered comparisons order them by real, then imaginary part)");
   if (total_order && !is_float(x.dtype()))
     fail(op, "a total-order comparison needs floating-point operands, got " + type_str(x));
   const std::string ct = total_order ? "TOTALORDER" : compare_type(x.dtype());

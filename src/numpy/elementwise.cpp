@@ -26,7 +26,13 @@ Array binary(const char* fn, const ArrayLike& x, const ArrayLike& y, LaxBinary o
 
 Array compare(const char* fn, const ArrayLike& x, const ArrayLike& y, LaxBinary op) {
   auto p = promote(fn, {x, y});
-  return op(p.args[0], p.args[1]);
+  const Array &a = p.args[0], &b = p.args[1];
+  if (is_complex(p.type.dtype) && op != lax::eq && op != lax::ne) {
+    // Ordered by real part, then imaginary part, as jnp's comparisons of complex numbers.
+    const Array ra = lax::real(a), rb = lax::real(b);
+    return lax::select(lax::eq(ra, rb), op(lax::imag(a), lax::imag(b)), op(ra, rb));
+  }
+  return op(a, b);
 }
 
 // The operand as an array of its promoted (optionally inexact) dtype.
