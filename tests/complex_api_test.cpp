@@ -136,6 +136,13 @@ TEST(ComplexApi, CreationAndConversion) {
   EXPECT_EQ(jnp::zeros({2, 3}, DType::C128).to_vector<C128>(), std::vector<C128>(6, C128(0, 0)));
   EXPECT_EQ(jnp::ones({2}, DType::C64).to_vector<C64>(), std::vector<C64>(2, C64(1, 0)));
   EXPECT_EQ(jnp::full({2}, C128(0.5, -2)).to_vector<C64>(), std::vector<C64>(2, C64(0.5f, -2)));
+  EXPECT_EQ(jnp::eye(2, std::nullopt, 0, DType::C64).to_vector<C64>(),
+            (std::vector<C64>{1, 0, 0, 1}));
+  EXPECT_EQ(jnp::arange(3, DType::C128).to_vector<C128>(), (std::vector<C128>{0, 1, 2}));
+  EXPECT_EQ(jnp::linspace(0, 1, 3, true, DType::C64).to_vector<C64>(),
+            (std::vector<C64>{0, 0.5f, 1}));
+  EXPECT_EQ(jnp::astype(jnp::array({true, false}), DType::C64).to_vector<C64>(),
+            (std::vector<C64>{1, 0}));
   // astype: real -> complex adds a zero imaginary part, complex -> real keeps the real part.
   const Array r = jnp::astype(jnp::array({1.5, -2.0}), DType::C128);
   EXPECT_EQ(r.to_vector<C128>(), (std::vector<C128>{C128(1.5, 0), C128(-2, 0)}));
