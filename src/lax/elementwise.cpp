@@ -105,6 +105,7 @@ Array neg(const Array& x) {
 }
 // |x|; of a complex x, the real modulus (complex64 -> f32), as jax.lax.abs.
 Array abs(const Array& x) {
+  check_dtype("abs", x, Kinds::SignedOrInexact);
   return unary("abs", "stablehlo.abs", x, Kinds::SignedOrInexact, complex_component(x.dtype()));
 }
 Array sign(const Array& x) {
