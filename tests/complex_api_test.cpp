@@ -688,6 +688,24 @@ TEST(ComplexFftApi, GradientsAgainstFiniteDifferences) {
     const Array g = grad(f)(z);
     expect_close(g.to_host(), numeric_grad(f, zv, shape), 1e-6, name);
   }
+  // The transforms are linear, so jvp(F)(x, t) = F(t): this differentiates each transpose rule
+  // again (jvp is the VJP of the VJP), which must give back the transform.
+  const Array t = c128(values(6, 34), shape);
+  const Array half = jnp::at(t, {Slice(0, 4)});
+  const Array real_t = jnp::real(t);
+  const std::vector<std::pair<std::string, std::function<Array(const Array&)>>> linear = {
+      {"fft", [](const Array& v) { return fft::fft(v); }},
+      {"ifft ortho", [](const Array& v) { return fft::ifft(v, std::nullopt, -1, "ortho"); }},
+      {"rfft", [](const Array& v) { return fft::rfft(v); }},
+      {"irfft 6", [](const Array& v) { return fft::irfft(v, 6); }},
+      {"irfft 7", [](const Array& v) { return fft::irfft(v, 7); }},
+  };
+  for (const auto& [name, fn] : linear) {
+    const Array tangent = name == "rfft" ? real_t : name.rfind("irfft", 0) == 0 ? half : t;
+    const Array primal = jnp::ones_like(tangent);
+    auto [y, ty] = jvp(fn, primal, tangent);
+    expect_close(ty.to_host(), as_c128(fn(tangent).to_host()), 1e-12, "jvp " + name);
+  }
   // rfft of a real input: against real central differences.
   std::vector<double> xv = {0.3, -0.7, 1.1, 0.4, -1.3, 0.9, 0.2};
   for (int64_t n : {6, 7}) {
