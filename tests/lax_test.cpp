@@ -376,7 +376,8 @@ TEST(LaxElementwise, Errors) {
   expect_error([] { L::lt(f32({1}), f64({1})); }, "lax.lt: operands must have the same shape");
   expect_error([] { L::bitwise_and(f32({1}), f32({1})); },
                "lax.bitwise_and: operands must be integer or bool, got f32[1]");
-  expect_error([] { L::exp(i32({1})); }, "lax.exp: operand must be floating-point, got i32[1]");
+  expect_error([] { L::exp(i32({1})); },
+               "lax.exp: operand must be floating-point or complex, got i32[1]");
   expect_error([] { L::add(arr(std::vector<bool>{true}, {1}), arr(std::vector<bool>{true}, {1})); },
                "lax.add: operands must be a number");
   expect_error([] { L::add(Array(), f32({1})); }, "lax.add");

@@ -42,6 +42,11 @@ inline constexpr Argnums<I...> argnums{};
 // value_and_grad(f, argnums<0>, has_aux): f returns std::pair<Array, Aux>.
 struct HasAux {};
 inline constexpr HasAux has_aux{};
+// grad(f, argnums<...>, holomorphic): f'(z) of a holomorphic f of complex arguments with a
+// complex scalar output (jax.grad's holomorphic=True). Without it, grad needs a real output
+// and gives df/dx - i df/dy for each complex z = x + iy (JAX's convention, docs/complex.md).
+struct Holomorphic {};
+inline constexpr Holomorphic holomorphic{};
 
 // The identity, except that gradients do not flow through it (jax.lax.stop_gradient). Under a
 // differentiated trace it records an identity op (a same-shape stablehlo.reshape) that the
@@ -108,6 +113,8 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
 
 // Throws "grad requires real scalar outputs" unless y is a rank-0 float.
 void check_scalar_output(const Array& y);
+// grad(..., holomorphic): y must be a complex scalar, the differentiated inputs complex.
+void check_holomorphic(const Array& y, const std::vector<Array>& inputs);
 Array ones_like_scalar(const Array& y);
 Array zeros_like(const Array& x);
 // Checks that a cotangent tree's leaves match the outputs' shapes and dtypes.
@@ -165,7 +172,7 @@ T unflatten_from(const T& structure, const std::vector<Array>& leaves, size_t& p
   return tree_unflatten(structure, part);
 }
 
-template <bool WithValue, bool Aux, class F, int... I>
+template <bool WithValue, bool Aux, bool Holo, class F, int... I>
 struct GradImpl {
   F f;
   template <class... Args>
@@ -183,7 +190,10 @@ struct GradImpl {
       value = out.first;
     else
       value = out;
-    check_scalar_output(value);
+    if constexpr (Holo)
+      check_holomorphic(value, inputs);
+    else
+      check_scalar_output(value);
     const std::vector<Array> cts =
         backward(ops_since(m), inputs, {value}, {ones_like_scalar(value)});
     size_t pos = 0;
@@ -274,29 +284,41 @@ struct CustomVjp {
 // grad(f): the gradient of scalar-valued f with respect to its first argument.
 template <class F>
 auto grad(F f) {
-  return trace::Transformed(trace::GradImpl<false, false, F, 0>{std::move(f)}, "grad");
+  return trace::Transformed(trace::GradImpl<false, false, false, F, 0>{std::move(f)}, "grad");
 }
 template <class F, int... I>
 auto grad(F f, Argnums<I...>) {
-  return trace::Transformed(trace::GradImpl<false, false, F, I...>{std::move(f)}, "grad");
+  return trace::Transformed(trace::GradImpl<false, false, false, F, I...>{std::move(f)}, "grad");
 }
 // grad(f, argnums<...>, has_aux): f returns (value, aux); the result is (grads, aux).
 template <class F, int... I>
 auto grad(F f, Argnums<I...>, HasAux) {
-  return trace::Transformed(trace::GradImpl<false, true, F, I...>{std::move(f)}, "grad");
+  return trace::Transformed(trace::GradImpl<false, true, false, F, I...>{std::move(f)}, "grad");
+}
+template <class F, int... I>
+auto grad(F f, Argnums<I...>, Holomorphic) {
+  return trace::Transformed(trace::GradImpl<false, false, true, F, I...>{std::move(f)}, "grad");
 }
 // value_and_grad(f): (value, grads); with has_aux ((value, aux), grads).
 template <class F>
 auto value_and_grad(F f) {
-  return trace::Transformed(trace::GradImpl<true, false, F, 0>{std::move(f)}, "value_and_grad");
+  return trace::Transformed(trace::GradImpl<true, false, false, F, 0>{std::move(f)},
+                            "value_and_grad");
 }
 template <class F, int... I>
 auto value_and_grad(F f, Argnums<I...>) {
-  return trace::Transformed(trace::GradImpl<true, false, F, I...>{std::move(f)}, "value_and_grad");
+  return trace::Transformed(trace::GradImpl<true, false, false, F, I...>{std::move(f)},
+                            "value_and_grad");
+}
+template <class F, int... I>
+auto value_and_grad(F f, Argnums<I...>, Holomorphic) {
+  return trace::Transformed(trace::GradImpl<true, false, true, F, I...>{std::move(f)},
+                            "value_and_grad");
 }
 template <class F, int... I>
 auto value_and_grad(F f, Argnums<I...>, HasAux) {
-  return trace::Transformed(trace::GradImpl<true, true, F, I...>{std::move(f)}, "value_and_grad");
+  return trace::Transformed(trace::GradImpl<true, true, false, F, I...>{std::move(f)},
+                            "value_and_grad");
 }
 
 // vjp(f, primals...) -> (outputs, vjp_fn); vjp_fn(cotangents) gives a std::tuple with the

@@ -76,6 +76,25 @@ Array bitwise_not(const Array& x);
 Array population_count(const Array& x);
 Array clz(const Array& x);
 
+// Complex numbers (complex64 has f32 parts, complex128 f64 parts).
+// complex(re, im): re + i im from two floats of one shape and dtype (f32 -> complex64).
+Array complex(const Array& re, const Array& im);
+// The real and imaginary parts of a complex x (complex64 -> f32).
+Array real(const Array& x);
+Array imag(const Array& x);
+// The complex conjugate; a real x gives a complex result with zero imaginary part, as in
+// jax.lax. StableHLO has no conj op: complex(real(x), -imag(x)).
+Array conj(const Array& x);
+
+// Discrete Fourier transforms over the last fft_lengths.size() (1 to 3) dimensions, as
+// jax.lax.fft. FFT/IFFT: complex -> complex (a real operand is converted to complex), IFFT
+// divides by the number of points. RFFT: real -> complex, the last dimension n becomes n/2+1.
+// IRFFT: complex -> real, the last dimension (fft_lengths.back()/2+1 entries) becomes
+// fft_lengths.back(). The transformed dimensions of the operand must equal fft_lengths (but
+// IRFFT's last).
+enum class FftType { FFT, IFFT, RFFT, IRFFT };
+Array fft(const Array& x, FftType fft_type, const std::vector<int64_t>& fft_lengths);
+
 // `pred` is bool, of the operands' shape or a scalar.
 Array select(const Array& pred, const Array& on_true, const Array& on_false);
 // `min` and `max` have x's shape or are scalars.

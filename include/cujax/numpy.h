@@ -13,10 +13,13 @@
 // binary op is the join of its operands' types on JAX's lattice
 //
 //   b1 -> i* -> {u8 -> u16 -> u32 -> u64, i8 -> i16 -> i32 -> i64} -> f* -> {bf16, f16} -> f32 ->
-//   f64 (u8 -> i16, u16 -> i32, u32 -> i64; u64 and i64 -> f*)
+//   f64 (u8 -> i16, u16 -> i32, u32 -> i64; u64 and i64 -> f*), f* -> c* -> c64 -> c128,
+//   f32 -> c64, f64 -> c128
 //
-// where i* and f* are weakly typed integers and floats: a C++ `int`/`int64_t` is i*, a C++
-// `double`/`float` is f*, exactly as Python's int and float are in JAX; a C++ `bool` is b1.
+// where i*, f* and c* are weakly typed integers, floats and complex numbers: a C++
+// `int`/`int64_t` is i*, a C++ `double`/`float` is f*, a std::complex<double>/<float> is c*,
+// exactly as Python's int, float and complex are in JAX; a C++ `bool` is b1. So float32 +
+// complex64 is complex64, float64 + complex64 is complex128, f32_array * 1i is complex64.
 // Weak types adopt the other operand's width: f16_array * 2.0 is f16, int8_array + 1 is int8,
 // int32_array + 1.5 is f32 (weak), bool_array + 1 is i32 (weak). Explicit 64-bit dtypes take
 // part in the lattice as with jax_enable_x64; a result that is i* or f* becomes the default
@@ -41,6 +44,7 @@
 // at_add, at_multiply, at_min, at_max. None of them modifies x: they return a new array.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -64,10 +68,11 @@ struct WeakDType {
 
 // A static C++ number: a weakly typed scalar in array expressions.
 struct Scalar {
-  enum class Kind : uint8_t { Bool, Int, Float };
+  enum class Kind : uint8_t { Bool, Int, Float, Complex };
   Kind kind = Kind::Float;
   int64_t i = 0;
-  double f = 0;
+  double f = 0;     // the real part of a complex scalar
+  double imag = 0;  // a complex scalar's imaginary part
 
   Scalar() = default;
   template <class T>
@@ -84,17 +89,31 @@ struct Scalar {
     } else {
       kind = Kind::Float;
       f = static_cast<double>(v);
-      // A cast out of int64's range is undefined (-inf masks are common): NaN gives 0, the
-      // rest saturates.
-      i = f != f         ? 0
-          : f <= -0x1p63 ? std::numeric_limits<int64_t>::min()
-          : f >= 0x1p63  ? std::numeric_limits<int64_t>::max()
-                         : static_cast<int64_t>(f);
+      i = saturate(f);
     }
   }
-  WeakDType dtype() const;  // b1, i* or f*
-  double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
+  template <class T>
+  Scalar(std::complex<T> v)  // NOLINT(google-explicit-constructor)
+      : kind(Kind::Complex),
+        i(saturate(static_cast<double>(v.real()))),
+        f(static_cast<double>(v.real())),
+        imag(static_cast<double>(v.imag())) {}
+  WeakDType dtype() const;  // b1, i*, f* or c*
+  // The value (a complex scalar's real part) as a double.
+  double as_double() const {
+    return kind == Kind::Float || kind == Kind::Complex ? f : static_cast<double>(i);
+  }
   std::string str() const;
+
+ private:
+  // A cast out of int64's range is undefined (-inf masks are common): NaN gives 0, the rest
+  // saturates.
+  static int64_t saturate(double v) {
+    return v != v         ? 0
+           : v <= -0x1p63 ? std::numeric_limits<int64_t>::min()
+           : v >= 0x1p63  ? std::numeric_limits<int64_t>::max()
+                          : static_cast<int64_t>(v);
+  }
 };
 
 // An argument of a numpy function: an Array or a static C++ number.
@@ -105,6 +124,8 @@ class ArrayLike {
   ArrayLike(const Scalar& s) : scalar_(s), is_scalar_(true) {}  // NOLINT
   template <class T>
   requires std::is_arithmetic_v<T> ArrayLike(T v) : scalar_(v), is_scalar_(true) {}  // NOLINT
+  template <class T>
+  ArrayLike(std::complex<T> v) : scalar_(v), is_scalar_(true) {}  // NOLINT
 
   bool is_scalar() const { return is_scalar_; }
   const Scalar& scalar() const { return scalar_; }
@@ -140,7 +161,8 @@ WeakDType result_type(const std::vector<WeakDType>& types);
 WeakDType result_type(const std::vector<ArrayLike>& operands);
 // True when values of `from` convert to `to` without loss (jnp.can_cast(..., "safe")).
 bool can_cast(DType from, DType to);
-// The float dtype a function such as exp or divide computes in: floats stay, others -> f32.
+// The dtype a function such as exp or divide computes in: floats and complex types stay,
+// others -> f32.
 DType inexact_dtype(DType t);
 
 // ----- Broadcasting ---------------------------------------------------------------------
@@ -198,6 +220,9 @@ Array array(std::initializer_list<int> values, std::optional<Shape> shape = std:
             std::optional<DType> dtype = std::nullopt);
 Array array(std::initializer_list<bool> values, std::optional<Shape> shape = std::nullopt,
             std::optional<DType> dtype = std::nullopt);
+// A list of C++ complex numbers is complex64, as a list of Python complex numbers in JAX.
+Array array(std::initializer_list<std::complex<double>> values,
+            std::optional<Shape> shape = std::nullopt, std::optional<DType> dtype = std::nullopt);
 Array array(const HostTensor& values, std::optional<DType> dtype = std::nullopt);
 Array asarray(const ArrayLike& x, std::optional<DType> dtype = std::nullopt);
 Array astype(const Array& x, DType dtype);
@@ -290,6 +315,23 @@ Array bitwise_not(const ArrayLike& x);
 Array invert(const ArrayLike& x);
 Array left_shift(const ArrayLike& x, const ArrayLike& y);
 Array right_shift(const ArrayLike& x, const ArrayLike& y);  // arithmetic for signed types
+
+// ----- Complex numbers ------------------------------------------------------------------
+// complex64 (f32 parts) and complex128 (f64 parts). Real operands are accepted where NumPy
+// accepts them: real(x) is x, imag(x) zeros, conj(x) x, angle(x) 0 or pi.
+
+Array real(const ArrayLike& x);
+Array imag(const ArrayLike& x);
+Array conj(const ArrayLike& x);
+Array conjugate(const ArrayLike& x);
+// The argument atan2(imag(x), real(x)), in radians or (deg) degrees; a float result.
+Array angle(const ArrayLike& x, bool deg = false);
+// Whether x's dtype is complex (iscomplexobj), or not (isrealobj).
+bool iscomplexobj(const ArrayLike& x);
+bool isrealobj(const ArrayLike& x);
+// Element-wise: whether the imaginary part is non-zero (iscomplex), or zero (isreal).
+Array iscomplex(const ArrayLike& x);
+Array isreal(const ArrayLike& x);
 
 // ----- Linear algebra -------------------------------------------------------------------
 
@@ -419,6 +461,51 @@ Array cumprod(const Array& x, std::optional<int64_t> axis = std::nullopt,
 // Ascending (NaN last); stable. axis none sorts the flattened array.
 Array sort(const Array& x, std::optional<int64_t> axis = -1, bool descending = false);
 Array argsort(const Array& x, std::optional<int64_t> axis = -1, bool descending = false);
+
+// ----- numpy.fft --------------------------------------------------------------------------
+// jnp.fft's transforms, lowered to lax::fft over the innermost axes (the transformed axes are
+// moved there and back; more than 3 axes take several transforms). `n`/`s` crop or zero-pad
+// the input along the transformed axes (irfft: the output length, 2 (m - 1) by default).
+// `norm` scales as NumPy: "backward" (the default: none forward, 1/n inverse), "ortho"
+// (1/sqrt(n) both ways) or "forward" (1/n forward, none inverse). fft/ifft/fftn/ifftn give
+// complex64 for f32 and narrower inputs, complex128 for f64; rfft* take real inputs.
+namespace fft {
+
+Array fft(const ArrayLike& a, std::optional<int64_t> n = std::nullopt, int64_t axis = -1,
+          const std::string& norm = "backward");
+Array ifft(const ArrayLike& a, std::optional<int64_t> n = std::nullopt, int64_t axis = -1,
+           const std::string& norm = "backward");
+Array rfft(const ArrayLike& a, std::optional<int64_t> n = std::nullopt, int64_t axis = -1,
+           const std::string& norm = "backward");
+Array irfft(const ArrayLike& a, std::optional<int64_t> n = std::nullopt, int64_t axis = -1,
+            const std::string& norm = "backward");
+// s: the transformed sizes; axes: the axes (default: the last len(s) axes, or all).
+using Sizes = std::optional<std::vector<int64_t>>;
+Array fftn(const ArrayLike& a, const Sizes& s = std::nullopt, const Sizes& axes = std::nullopt,
+           const std::string& norm = "backward");
+Array ifftn(const ArrayLike& a, const Sizes& s = std::nullopt, const Sizes& axes = std::nullopt,
+            const std::string& norm = "backward");
+Array rfftn(const ArrayLike& a, const Sizes& s = std::nullopt, const Sizes& axes = std::nullopt,
+            const std::string& norm = "backward");
+Array irfftn(const ArrayLike& a, const Sizes& s = std::nullopt, const Sizes& axes = std::nullopt,
+             const std::string& norm = "backward");
+// The 2-D forms: axes {-2, -1} by default.
+Array fft2(const ArrayLike& a, const Sizes& s = std::nullopt,
+           const std::vector<int64_t>& axes = {-2, -1}, const std::string& norm = "backward");
+Array ifft2(const ArrayLike& a, const Sizes& s = std::nullopt,
+            const std::vector<int64_t>& axes = {-2, -1}, const std::string& norm = "backward");
+Array rfft2(const ArrayLike& a, const Sizes& s = std::nullopt,
+            const std::vector<int64_t>& axes = {-2, -1}, const std::string& norm = "backward");
+Array irfft2(const ArrayLike& a, const Sizes& s = std::nullopt,
+             const std::vector<int64_t>& axes = {-2, -1}, const std::string& norm = "backward");
+// Sample frequencies (cycles per unit of d) of an n-point fft, and of an rfft.
+Array fftfreq(int64_t n, double d = 1.0, DType dtype = DType::F32);
+Array rfftfreq(int64_t n, double d = 1.0, DType dtype = DType::F32);
+// The zero frequency moved to the centre (and back) along `axes` (default: all).
+Array fftshift(const Array& x, const Axes& axes = {});
+Array ifftshift(const Array& x, const Axes& axes = {});
+
+}  // namespace fft
 
 }  // namespace numpy
 

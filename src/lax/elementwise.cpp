@@ -44,7 +44,7 @@ Array div(const Array& x, const Array& y) {
   return binary("div", "stablehlo.divide", x, y, Kinds::Num);
 }
 Array rem(const Array& x, const Array& y) {
-  return binary("rem", "stablehlo.remainder", x, y, Kinds::Num);
+  return binary("rem", "stablehlo.remainder", x, y, Kinds::RealNum);
 }
 Array pow(const Array& x, const Array& y) {
   return binary("pow", "stablehlo.power", x, y, Kinds::Num);
@@ -103,8 +103,10 @@ Array ge(const Array& x, const Array& y) {
 Array neg(const Array& x) {
   return unary("neg", "stablehlo.negate", x, Kinds::Num);
 }
+// |x|; of a complex x, the real modulus (complex64 -> f32), as jax.lax.abs.
 Array abs(const Array& x) {
-  return unary("abs", "stablehlo.abs", x, Kinds::SignedOrFloat);
+  check_dtype("abs", x, Kinds::SignedOrInexact);
+  return unary("abs", "stablehlo.abs", x, Kinds::SignedOrInexact, complex_component(x.dtype()));
 }
 Array sign(const Array& x) {
   check_dtype("sign", x, Kinds::Num);
@@ -127,40 +129,40 @@ Array round(const Array& x, bool away_from_zero) {
                Kinds::Float);
 }
 Array exp(const Array& x) {
-  return unary("exp", "stablehlo.exponential", x, Kinds::Float);
+  return unary("exp", "stablehlo.exponential", x, Kinds::Inexact);
 }
 Array expm1(const Array& x) {
-  return unary("expm1", "stablehlo.exponential_minus_one", x, Kinds::Float);
+  return unary("expm1", "stablehlo.exponential_minus_one", x, Kinds::Inexact);
 }
 Array log(const Array& x) {
-  return unary("log", "stablehlo.log", x, Kinds::Float);
+  return unary("log", "stablehlo.log", x, Kinds::Inexact);
 }
 Array log1p(const Array& x) {
-  return unary("log1p", "stablehlo.log_plus_one", x, Kinds::Float);
+  return unary("log1p", "stablehlo.log_plus_one", x, Kinds::Inexact);
 }
 Array tanh(const Array& x) {
-  return unary("tanh", "stablehlo.tanh", x, Kinds::Float);
+  return unary("tanh", "stablehlo.tanh", x, Kinds::Inexact);
 }
 Array logistic(const Array& x) {
-  return unary("logistic", "stablehlo.logistic", x, Kinds::Float);
+  return unary("logistic", "stablehlo.logistic", x, Kinds::Inexact);
 }
 Array sin(const Array& x) {
-  return unary("sin", "stablehlo.sine", x, Kinds::Float);
+  return unary("sin", "stablehlo.sine", x, Kinds::Inexact);
 }
 Array cos(const Array& x) {
-  return unary("cos", "stablehlo.cosine", x, Kinds::Float);
+  return unary("cos", "stablehlo.cosine", x, Kinds::Inexact);
 }
 Array tan(const Array& x) {
-  return unary("tan", "stablehlo.tan", x, Kinds::Float);
+  return unary("tan", "stablehlo.tan", x, Kinds::Inexact);
 }
 Array sqrt(const Array& x) {
-  return unary("sqrt", "stablehlo.sqrt", x, Kinds::Float);
+  return unary("sqrt", "stablehlo.sqrt", x, Kinds::Inexact);
 }
 Array rsqrt(const Array& x) {
-  return unary("rsqrt", "stablehlo.rsqrt", x, Kinds::Float);
+  return unary("rsqrt", "stablehlo.rsqrt", x, Kinds::Inexact);
 }
 Array cbrt(const Array& x) {
-  return unary("cbrt", "stablehlo.cbrt", x, Kinds::Float);
+  return unary("cbrt", "stablehlo.cbrt", x, Kinds::Inexact);
 }
 Array is_finite(const Array& x) {
   return unary("is_finite", "stablehlo.is_finite", x, Kinds::Float, DType::Bool);
@@ -201,8 +203,9 @@ Array integer_pow(const Array& x, int y) {
   check_dtype("integer_pow", x, Kinds::Num);
   if (y == 0) return like(x, 1.0);
   const bool negative = y < 0;
-  if (negative && !is_float(x.dtype()))
-    fail("integer_pow", "a negative exponent needs a floating-point operand, got " + type_str(x));
+  if (negative && !dtype_in(x.dtype(), Kinds::Inexact))
+    fail("integer_pow",
+         "a negative exponent needs a floating-point or complex operand, got " + type_str(x));
   unsigned n =
       negative ? static_cast<unsigned>(-static_cast<int64_t>(y)) : static_cast<unsigned>(y);
   // Square-and-multiply, as JAX lowers integer_pow.
@@ -217,33 +220,33 @@ Array integer_pow(const Array& x, int y) {
 }
 
 Array exp2(const Array& x) {
-  check_dtype("exp2", x, Kinds::Float);
+  check_dtype("exp2", x, Kinds::Inexact);
   return exp(mul(like(x, std::numbers::ln2), x));
 }
 
 Array asin(const Array& x) {
-  return unary("asin", "chlo.asin", x, Kinds::Float);
+  return unary("asin", "chlo.asin", x, Kinds::Inexact);
 }
 Array acos(const Array& x) {
-  return unary("acos", "chlo.acos", x, Kinds::Float);
+  return unary("acos", "chlo.acos", x, Kinds::Inexact);
 }
 Array atan(const Array& x) {
-  return unary("atan", "chlo.atan", x, Kinds::Float);
+  return unary("atan", "chlo.atan", x, Kinds::Inexact);
 }
 Array sinh(const Array& x) {
-  return unary("sinh", "chlo.sinh", x, Kinds::Float);
+  return unary("sinh", "chlo.sinh", x, Kinds::Inexact);
 }
 Array cosh(const Array& x) {
-  return unary("cosh", "chlo.cosh", x, Kinds::Float);
+  return unary("cosh", "chlo.cosh", x, Kinds::Inexact);
 }
 Array asinh(const Array& x) {
-  return unary("asinh", "chlo.asinh", x, Kinds::Float);
+  return unary("asinh", "chlo.asinh", x, Kinds::Inexact);
 }
 Array acosh(const Array& x) {
-  return unary("acosh", "chlo.acosh", x, Kinds::Float);
+  return unary("acosh", "chlo.acosh", x, Kinds::Inexact);
 }
 Array atanh(const Array& x) {
-  return unary("atanh", "chlo.atanh", x, Kinds::Float);
+  return unary("atanh", "chlo.atanh", x, Kinds::Inexact);
 }
 
 // ------------------------------------------------------------------ select, clamp
@@ -268,7 +271,7 @@ Array clamp(const Array& min, const Array& x, const Array& max) {
   check_valid("clamp", min);
   check_valid("clamp", x);
   check_valid("clamp", max);
-  check_dtype("clamp", x, Kinds::Any);
+  check_dtype("clamp", x, Kinds::Real);
   for (const Array* b : {&min, &max}) {
     if (b->dtype() != x.dtype() || (!b->shape().empty() && b->shape() != x.shape()))
       fail("clamp",
@@ -292,6 +295,8 @@ Array convert_element_type(const Array& x, DType dtype) {
   check_valid("convert_element_type", x);
   if (x.dtype() == dtype) return trace::with_weak_type(x, false);
   if (dtype == DType::Bool) return ne(x, like(x, 0.0));
+  // Complex to real keeps the real part, as jax.lax lowers it (real, then convert).
+  if (is_complex(x.dtype()) && !is_complex(dtype)) return convert_element_type(real(x), dtype);
   return trace::bind1(spec("stablehlo.convert", x.shape(), dtype), {x});
 }
 

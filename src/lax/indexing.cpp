@@ -149,6 +149,9 @@ Array scatter_apply(const Array& operand, const Array& indices, const Array& upd
   if (updates.dtype() != operand.dtype())
     fail(op, "updates must have the operand's dtype, got " + type_str(operand) + " and " +
                  type_str(updates));
+  if (is_complex(operand.dtype()))
+    fail(op, "complex operands support scatter (replace) and scatter_add only, got " +
+                 type_str(operand));
   const IndexInfo info = index_info(op, indices, dims.index_vector_dim);
   const int64_t rank = operand.ndim();
   const std::string ot = "operand " + type_str(operand);
@@ -220,10 +223,28 @@ namespace {
 Computation combiner(Array (*f)(const Array&, const Array&)) {
   return [f](const std::vector<Array>& a) { return std::vector<Array>{f(a[0], a[1])}; };
 }
+
+// Complex replace and add act on the real and imaginary parts independently, so they are two
+// scatters of the parts (the backends have no complex scatter kernel).
+Array scatter_parts(Array (*f)(const Array&, const Array&, const Array&,
+                               const ScatterDimensionNumbers&),
+                    const std::string& op, const Array& operand, const Array& indices,
+                    const Array& updates, const ScatterDimensionNumbers& dims) {
+  check_valid(op, updates);
+  if (updates.dtype() != operand.dtype())
+    fail(op, "updates must have the operand's dtype, got " + type_str(operand) + " and " +
+                 type_str(updates));
+  return complex(f(real(operand), indices, real(updates), dims),
+                 f(imag(operand), indices, imag(updates), dims));
+}
+
 }  // namespace
 
 Array scatter(const Array& operand, const Array& indices, const Array& updates,
               const ScatterDimensionNumbers& dims) {
+  check_valid("scatter", operand);
+  if (is_complex(operand.dtype()))
+    return scatter_parts(scatter, "scatter", operand, indices, updates, dims);
   return scatter_apply(operand, indices, updates, dims,
                        [](const std::vector<Array>& a) { return std::vector<Array>{a[1]}; });
 }
@@ -231,6 +252,8 @@ Array scatter(const Array& operand, const Array& indices, const Array& updates,
 Array scatter_add(const Array& operand, const Array& indices, const Array& updates,
                   const ScatterDimensionNumbers& dims) {
   check_valid("scatter_add", operand);
+  if (is_complex(operand.dtype()))
+    return scatter_parts(scatter_add, "scatter_add", operand, indices, updates, dims);
   return scatter_apply(operand, indices, updates, dims,
                        combiner(operand.dtype() == DType::Bool ? bitwise_or : add));
 }

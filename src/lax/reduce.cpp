@@ -84,12 +84,12 @@ Array reduce_prod(const Array& x, const std::vector<int64_t>& axes) {
   return reduce1("reduce_prod", x, axes, Kinds::Num, constant(1, x.dtype()), mul);
 }
 Array reduce_max(const Array& x, const std::vector<int64_t>& axes) {
-  check_dtype("reduce_max", x, Kinds::Any);
-  return reduce1("reduce_max", x, axes, Kinds::Any, lowest(x.dtype()), max);
+  check_dtype("reduce_max", x, Kinds::Real);
+  return reduce1("reduce_max", x, axes, Kinds::Real, lowest(x.dtype()), max);
 }
 Array reduce_min(const Array& x, const std::vector<int64_t>& axes) {
-  check_dtype("reduce_min", x, Kinds::Any);
-  return reduce1("reduce_min", x, axes, Kinds::Any, highest(x.dtype()), min);
+  check_dtype("reduce_min", x, Kinds::Real);
+  return reduce1("reduce_min", x, axes, Kinds::Real, highest(x.dtype()), min);
 }
 Array reduce_and(const Array& x, const std::vector<int64_t>& axes) {
   check_dtype("reduce_and", x, Kinds::IntOrBool);
@@ -106,7 +106,7 @@ namespace {
 // it compares better or is NaN, and the lower index among equal values.
 Array argminmax(const std::string& op, const Array& x, int64_t axis, DType index_dtype,
                 bool is_max) {
-  check_dtype(op, x, Kinds::Any);
+  check_dtype(op, x, Kinds::Real);
   if (!is_integer(index_dtype))
     fail(op, "index_dtype must be an integer type, got " + std::string(mlir_name(index_dtype)));
   const int64_t a = canonical_axis(op, axis, x.ndim());
@@ -230,11 +230,11 @@ Array cumprod(const Array& x, int64_t axis, bool reverse) {
 }
 Array cummax(const Array& x, int64_t axis, bool reverse) {
   check_valid("cummax", x);
-  return cumulative("cummax", x, axis, reverse, Kinds::Any, lowest(x.dtype()), max);
+  return cumulative("cummax", x, axis, reverse, Kinds::Real, lowest(x.dtype()), max);
 }
 Array cummin(const Array& x, int64_t axis, bool reverse) {
   check_valid("cummin", x);
-  return cumulative("cummin", x, axis, reverse, Kinds::Any, highest(x.dtype()), min);
+  return cumulative("cummin", x, axis, reverse, Kinds::Real, highest(x.dtype()), min);
 }
 
 }  // namespace cujax::lax

@@ -1,5 +1,5 @@
 // Sorting: lax.sort with JAX's comparator (floats in total order after canonicalizing -0 and
-// NaN), sort_key_val and top_k.
+// NaN, complex numbers by their real then imaginary parts), sort_key_val and top_k.
 #include <cmath>
 
 #include "lax/util.h"
@@ -66,16 +66,31 @@ std::vector<Array> sort(const std::vector<Array>& operands, int64_t dimension, b
     fail("sort", "num_keys must be between 1 and the number of operands (" +
                      std::to_string(operands.size()) + "), got " + std::to_string(num_keys));
   Comparator lexicographic = [num_keys](const std::vector<Array>& v) {
-    std::vector<Array> xs, ys;
+    // Per key: x < y and x == y in the sort order.
+    std::vector<std::pair<Array, Array>> keys;
     for (int k = 0; k < num_keys; ++k) {
-      xs.push_back(canonicalize_for_sort(v[2 * k]));
-      ys.push_back(canonicalize_for_sort(v[2 * k + 1]));
+      const Array &x = v[2 * k], &y = v[2 * k + 1];
+      if (is_complex(x.dtype())) {
+        // By real part, then imaginary part, as JAX and NumPy. The complex CPU sort runs its
+        // comparator without captured constants, so the parts are compared without
+        // canonicalizing: IEEE order (-0 == 0), NaNs equal and after every number.
+        const Array parts[2][2] = {{real(x), real(y)}, {imag(x), imag(y)}};
+        for (const auto& part : parts) {
+          const Array &a = part[0], &b = part[1];
+          const Array a_nan = ne(a, a), b_nan = ne(b, b);
+          keys.push_back({bitwise_or(lt(a, b), bitwise_and(bitwise_not(a_nan), b_nan)),
+                          bitwise_or(eq(a, b), bitwise_and(a_nan, b_nan))});
+        }
+      } else {
+        const Array cx = canonicalize_for_sort(x), cy = canonicalize_for_sort(y);
+        keys.push_back({sort_lt(cx, cy), eq(cx, cy)});
+      }
     }
     // From the last key to the first: lt_k or (eq_k and p).
     Array p;
-    for (int k = num_keys - 1; k >= 0; --k) {
-      const Array l = sort_lt(xs[k], ys[k]);
-      p = p.valid() ? bitwise_or(l, bitwise_and(eq(xs[k], ys[k]), p)) : l;
+    for (size_t k = keys.size(); k-- > 0;) {
+      const auto& [l, e] = keys[k];
+      p = p.valid() ? bitwise_or(l, bitwise_and(e, p)) : l;
     }
     return p;
   };

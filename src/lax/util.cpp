@@ -53,6 +53,7 @@ bool dtype_in(DType t, Kinds kinds) {
   if (t == DType::Bool) return k & static_cast<unsigned>(Kinds::Bool);
   if (is_signed_int(t)) return k & static_cast<unsigned>(Kinds::Signed);
   if (is_unsigned_int(t)) return k & static_cast<unsigned>(Kinds::Unsigned);
+  if (is_complex(t)) return k & static_cast<unsigned>(Kinds::Complex);
   return k & static_cast<unsigned>(Kinds::Float);
 }
 
@@ -66,7 +67,15 @@ std::string kinds_str(Kinds kinds) {
     case Kinds::Int:
       return "integer";
     case Kinds::Num:
-      return "a number (integer or floating-point, not bool)";
+      return "a number (integer, floating-point or complex, not bool)";
+    case Kinds::RealNum:
+      return "a real number (integer or floating-point)";
+    case Kinds::Inexact:
+      return "floating-point or complex";
+    case Kinds::SignedOrInexact:
+      return "signed integer, floating-point or complex";
+    case Kinds::Real:
+      return "bool, integer or floating-point (not complex)";
     case Kinds::IntOrBool:
       return "integer or bool";
     case Kinds::SignedOrFloat:
@@ -83,6 +92,7 @@ std::string kinds_str(Kinds kinds) {
   add(Kinds::Signed, "signed integer");
   add(Kinds::Unsigned, "unsigned integer");
   add(Kinds::Float, "floating-point");
+  add(Kinds::Complex, "complex");
   return s;
 }
 }  // namespace
@@ -112,7 +122,7 @@ ir::AttrRef dense(const std::vector<int64_t>& v) {
 }
 
 std::string compare_type(DType t) {
-  if (is_float(t)) return "FLOAT";
+  if (is_float(t) || is_complex(t)) return "FLOAT";
   if (is_signed_int(t)) return "SIGNED";
   return "UNSIGNED";
 }
@@ -124,6 +134,9 @@ Array compare(const std::string& op, const Array& x, const Array& y, const std::
   if (x.shape() != y.shape() || x.dtype() != y.dtype())
     fail(op,
          "operands must have the same shape and dtype, got " + type_str(x) + " and " + type_str(y));
+  if (is_complex(x.dtype()) && direction != "EQ" && direction != "NE")
+    fail(op, "complex numbers compare only for (in)equality, got " + type_str(x) +
+                 " (numpy's ordered comparisons order them by real, then imaginary part)");
   if (total_order && !is_float(x.dtype()))
     fail(op, "a total-order comparison needs floating-point operands, got " + type_str(x));
   const std::string ct = total_order ? "TOTALORDER" : compare_type(x.dtype());
@@ -153,9 +166,13 @@ T saturating_cast(double v) {
 
 HostTensor scalar_tensor(double value, DType dtype, const Shape& shape = {}) {
   HostTensor t(dtype, shape);
-  visit_dtype(dtype, [&](auto tag) {
+  visit_dtype_with_complex(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = saturating_cast<T>(value);
+    T v;
+    if constexpr (is_complex_v<T>)
+      v = T(static_cast<typename T::value_type>(value), 0);  // the real axis
+    else
+      v = saturating_cast<T>(value);
     T* p = t.data_as<T>();
     for (int64_t i = 0; i < t.size(); ++i) p[i] = v;
   });

@@ -30,11 +30,16 @@ enum class Kinds : unsigned {
   Bool = 1,
   Signed = 2,
   Unsigned = 4,
-  Float = 8,
+  Float = 8,  // real floating point
+  Complex = 16,
   Int = Signed | Unsigned,
-  Num = Int | Float,
+  RealNum = Int | Float,
+  Num = RealNum | Complex,
+  Inexact = Float | Complex,
   IntOrBool = Int | Bool,
   SignedOrFloat = Signed | Float,
+  SignedOrInexact = Signed | Inexact,
+  Real = RealNum | Bool,  // everything but complex (ordered types)
   Any = Num | Bool,
 };
 bool dtype_in(DType t, Kinds kinds);

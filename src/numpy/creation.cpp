@@ -17,17 +17,35 @@ void check_shape(const char* fn, const Shape& shape) {
       fail(fn, "negative dimension " + std::to_string(d) + " in shape " + shape_to_string(shape));
 }
 
+template <class F>
+std::complex<double> complex_value(F v) {
+  if constexpr (is_complex_v<F>)
+    return {static_cast<double>(v.real()), static_cast<double>(v.imag())};
+  else
+    return {static_cast<double>(v), 0.0};
+}
+
 HostTensor convert_host(const HostTensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   HostTensor out(dtype, t.shape());
-  visit_dtype(t.dtype(), [&](auto from_tag) {
+  visit_dtype_with_complex(t.dtype(), [&](auto from_tag) {
     using F = typename decltype(from_tag)::type;
-    visit_dtype(dtype, [&](auto to_tag) {
+    visit_dtype_with_complex(dtype, [&](auto to_tag) {
       using T = typename decltype(to_tag)::type;
       const F* src = t.data_as<F>();
       T* dst = out.data_as<T>();
       for (int64_t i = 0; i < t.size(); ++i) {
-        if constexpr (std::is_same_v<T, bool>) {
+        if constexpr (is_complex_v<F> || is_complex_v<T>) {
+          // Complex to real keeps the real part (NumPy's cast, JAX's convert_element_type).
+          const std::complex<double> v = complex_value(src[i]);
+          if constexpr (is_complex_v<T>)
+            dst[i] = T(static_cast<typename T::value_type>(v.real()),
+                       static_cast<typename T::value_type>(v.imag()));
+          else if constexpr (std::is_same_v<T, bool>)
+            dst[i] = v != 0.0;
+          else
+            dst[i] = static_cast<T>(v.real());
+        } else if constexpr (std::is_same_v<T, bool>) {
           dst[i] = static_cast<double>(src[i]) != 0.0;
         } else if constexpr (std::is_integral_v<F> && std::is_integral_v<T>) {
           dst[i] = static_cast<T>(src[i]);
@@ -163,6 +181,11 @@ Array array(std::initializer_list<int> values, std::optional<Shape> shape,
 Array array(std::initializer_list<bool> values, std::optional<Shape> shape,
             std::optional<DType> dtype) {
   return from_list(values, std::move(shape), DType::Bool, dtype);
+}
+
+Array array(std::initializer_list<std::complex<double>> values, std::optional<Shape> shape,
+            std::optional<DType> dtype) {
+  return from_list(values, std::move(shape), DType::C64, dtype);
 }
 
 Array array(const HostTensor& values, std::optional<DType> dtype) {

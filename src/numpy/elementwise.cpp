@@ -26,7 +26,13 @@ Array binary(const char* fn, const ArrayLike& x, const ArrayLike& y, LaxBinary o
 
 Array compare(const char* fn, const ArrayLike& x, const ArrayLike& y, LaxBinary op) {
   auto p = promote(fn, {x, y});
-  return op(p.args[0], p.args[1]);
+  const Array &a = p.args[0], &b = p.args[1];
+  if (is_complex(p.type.dtype) && op != lax::eq && op != lax::ne) {
+    // Ordered by real part, then imaginary part, as jnp's comparisons of complex numbers.
+    const Array ra = lax::real(a), rb = lax::real(b);
+    return lax::select(lax::eq(ra, rb), op(lax::imag(a), lax::imag(b)), op(ra, rb));
+  }
+  return op(a, b);
 }
 
 // The operand as an array of its promoted (optionally inexact) dtype.
@@ -51,6 +57,10 @@ void require_integer_or_bool(const char* fn, DType t) {
 
 void require_numeric(const char* fn, DType t) {
   if (t == DType::Bool) fail(fn, "not supported for bool");
+}
+
+void require_real(const char* fn, DType t) {
+  if (is_complex(t)) fail(fn, "not defined for complex numbers, got " + detail::dtype_str(t));
 }
 
 DType int_of_width(DType t) {
@@ -168,7 +178,7 @@ Array power(const ArrayLike& x, const ArrayLike& y) {
     auto p = promote("power", {x, y}, false);
     Array a = p.args[0];
     require_numeric("power", a.dtype());
-    if (y.scalar().i < 0 && !is_float(a.dtype()))
+    if (y.scalar().i < 0 && !is_float(a.dtype()) && !is_complex(a.dtype()))
       fail("power", "integers to negative integer powers are not allowed");
     return set_weak(integer_pow(a, y.scalar().i), p.type.weak_type);
   }
@@ -307,16 +317,19 @@ Array tanh(const ArrayLike& x) {
 
 Array arcsin(const ArrayLike& x) {
   Array a = operand("arcsin", x, Promote::Inexact);
+  if (is_complex(a.dtype())) return set_weak(lax::asin(a), a.weak_type());
   Array r = lax::atan2(a, lax::sqrt(lax::sub(c(a, 1), lax::mul(a, a))));
   return set_weak(r, a.weak_type());
 }
 Array arccos(const ArrayLike& x) {
   Array a = operand("arccos", x, Promote::Inexact);
+  if (is_complex(a.dtype())) return set_weak(lax::acos(a), a.weak_type());
   Array r = lax::atan2(lax::sqrt(lax::sub(c(a, 1), lax::mul(a, a))), a);
   return set_weak(r, a.weak_type());
 }
 Array arctan(const ArrayLike& x) {
   Array a = operand("arctan", x, Promote::Inexact);
+  if (is_complex(a.dtype())) return set_weak(lax::atan(a), a.weak_type());
   return set_weak(lax::atan2(a, c(a, 1)), a.weak_type());
 }
 Array sinh(const ArrayLike& x) {
@@ -331,33 +344,39 @@ Array cosh(const ArrayLike& x) {
 }
 Array arcsinh(const ArrayLike& x) {
   Array a = operand("arcsinh", x, Promote::Inexact);
+  if (is_complex(a.dtype())) return set_weak(lax::asinh(a), a.weak_type());
   Array m = lax::abs(a);
   Array r = lax::log(lax::add(m, lax::sqrt(lax::add(lax::mul(m, m), c(m, 1)))));
   return set_weak(lax::mul(lax::sign(a), r), a.weak_type());
 }
 Array arccosh(const ArrayLike& x) {
   Array a = operand("arccosh", x, Promote::Inexact);
+  if (is_complex(a.dtype())) return set_weak(lax::acosh(a), a.weak_type());
   Array r = lax::log(lax::add(a, lax::sqrt(lax::mul(lax::sub(a, c(a, 1)), lax::add(a, c(a, 1))))));
   return set_weak(r, a.weak_type());
 }
 Array arctanh(const ArrayLike& x) {
   Array a = operand("arctanh", x, Promote::Inexact);
+  if (is_complex(a.dtype())) return set_weak(lax::atanh(a), a.weak_type());
   Array r = lax::mul(c(a, 0.5), lax::log1p(lax::div(lax::mul(c(a, 2), a), lax::sub(c(a, 1), a))));
   return set_weak(r, a.weak_type());
 }
 
 Array floor(const ArrayLike& x) {
   Array a = operand("floor", x);
+  require_real("floor", a.dtype());
   if (!is_float(a.dtype())) return a;
   return set_weak(lax::floor(a), a.weak_type());
 }
 Array ceil(const ArrayLike& x) {
   Array a = operand("ceil", x);
+  require_real("ceil", a.dtype());
   if (!is_float(a.dtype())) return a;
   return set_weak(lax::ceil(a), a.weak_type());
 }
 Array trunc(const ArrayLike& x) {
   Array a = operand("trunc", x);
+  require_real("trunc", a.dtype());
   if (!is_float(a.dtype())) return a;
   Array r = lax::select(lax::lt(a, c(a, 0)), lax::ceil(a), lax::floor(a));
   return set_weak(r, a.weak_type());
@@ -368,6 +387,7 @@ Array rint(const ArrayLike& x) {
 
 Array round(const ArrayLike& x, int decimals) {
   Array a = operand("round", x);
+  require_real("round", a.dtype());
   if (a.dtype() == DType::Bool) return a;
   if (!is_float(a.dtype())) {
     if (decimals >= 0) return a;
@@ -424,23 +444,29 @@ Array greater_equal(const ArrayLike& x, const ArrayLike& y) {
   return compare("greater_equal", x, y, lax::ge);
 }
 
+// Of a complex x: finite when both parts are, NaN or infinite when either part is (as JAX).
 Array isfinite(const ArrayLike& x) {
   Array a = x.to_array();
+  if (is_complex(a.dtype()))
+    return lax::bitwise_and(isfinite(lax::real(a)), isfinite(lax::imag(a)));
   if (!is_float(a.dtype())) return lax::full(a.shape(), 1, DType::Bool);
   return lax::is_finite(a);
 }
 Array isnan(const ArrayLike& x) {
   Array a = x.to_array();
+  if (is_complex(a.dtype())) return lax::bitwise_or(isnan(lax::real(a)), isnan(lax::imag(a)));
   if (!is_float(a.dtype())) return lax::full(a.shape(), 0, DType::Bool);
   return lax::ne(a, a);
 }
 Array isinf(const ArrayLike& x) {
   Array a = x.to_array();
+  if (is_complex(a.dtype())) return lax::bitwise_or(isinf(lax::real(a)), isinf(lax::imag(a)));
   if (!is_float(a.dtype())) return lax::full(a.shape(), 0, DType::Bool);
   return lax::eq(lax::abs(a), c(a, INFINITY));
 }
 Array signbit(const ArrayLike& x) {
   Array a = x.to_array();
+  require_real("signbit", a.dtype());
   if (is_unsigned_int(a.dtype()) || a.dtype() == DType::Bool)
     return lax::full(a.shape(), 0, DType::Bool);
   if (is_signed_int(a.dtype())) return lax::lt(a, c(a, 0));
@@ -452,8 +478,10 @@ Array isclose(const ArrayLike& x, const ArrayLike& y, double rtol, double atol, 
   auto p = promote("isclose", {x, y});
   const Array& a = p.args[0];
   const Array& b = p.args[1];
-  if (!is_float(p.type.dtype)) return lax::eq(a, b);
-  Array tol = lax::add(c(b, atol), lax::mul(c(b, rtol), lax::abs(b)));
+  if (!is_float(p.type.dtype) && !is_complex(p.type.dtype)) return lax::eq(a, b);
+  // Moduli, for complex numbers too (real tolerances).
+  const Array abs_b = lax::abs(b);
+  Array tol = lax::add(c(abs_b, atol), lax::mul(c(abs_b, rtol), abs_b));
   Array out = lax::le(lax::abs(lax::sub(a, b)), tol);
   // Infinities are close only to themselves.
   Array inf = lax::bitwise_or(isinf(a), isinf(b));

@@ -26,7 +26,7 @@ bool is_array(const IndexItem& it) {
 
 // The fill value of JAX's "fill" mode for a dtype.
 double default_fill(DType t) {
-  if (is_float(t)) return std::numeric_limits<double>::quiet_NaN();
+  if (is_float(t) || is_complex(t)) return std::numeric_limits<double>::quiet_NaN();  // nan+0j
   if (t == DType::Bool) return 1;
   double v = 0;
   visit_dtype(t, [&](auto tag) {

@@ -109,7 +109,7 @@ Array vdot(const Array& a, const Array& b) {
   if (a.size() != b.size())
     fail("vdot", "arrays of shapes " + detail::shapes_str({a.shape(), b.shape()}) +
                      " have different sizes");
-  return dot(ravel(a), ravel(b));
+  return dot(conj(ravel(a)), ravel(b));  // the first operand conjugated, as NumPy
 }
 
 Array inner(const Array& a_in, const Array& b_in) {

@@ -147,6 +147,8 @@ WeakDType Scalar::dtype() const {
       return {DType::Bool, false};
     case Kind::Int:
       return {DType::I32, true};
+    case Kind::Complex:
+      return {DType::C64, true};
     case Kind::Float:
       break;
   }
@@ -159,6 +161,8 @@ std::string Scalar::str() const {
       return i ? "true" : "false";
     case Kind::Int:
       return std::to_string(i);
+    case Kind::Complex:
+      return "(" + std::to_string(f) + (imag < 0 ? "" : "+") + std::to_string(imag) + "j)";
     case Kind::Float:
       break;
   }
@@ -203,12 +207,16 @@ Array ArrayLike::to_array(std::optional<DType> as, const char* fn) const {
   const WeakDType wt = scalar_.dtype();
   const DType t = as.value_or(wt.dtype);
   HostTensor h(t, {});
-  visit_dtype(t, [&](auto tag) {
+  const bool inexact = scalar_.kind == Scalar::Kind::Float || scalar_.kind == Scalar::Kind::Complex;
+  visit_dtype_with_complex(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, bool>) {
-      h.data_as<bool>()[0] = scalar_.kind == Scalar::Kind::Float ? scalar_.f != 0 : scalar_.i != 0;
+    if constexpr (is_complex_v<T>) {
+      using R = typename T::value_type;
+      h.data_as<T>()[0] = T(static_cast<R>(scalar_.as_double()), static_cast<R>(scalar_.imag));
+    } else if constexpr (std::is_same_v<T, bool>) {
+      h.data_as<bool>()[0] = inexact ? (scalar_.f != 0 || scalar_.imag != 0) : scalar_.i != 0;
     } else if constexpr (std::is_integral_v<T>) {
-      if (scalar_.kind == Scalar::Kind::Float) {
+      if (inexact) {  // a complex scalar converts its real part, as NumPy does
         h.data_as<T>()[0] = static_cast<T>(scalar_.f);
       } else {
         check_int_range<T>(name, scalar_.i, t);
@@ -267,6 +275,8 @@ WeakDType result_type(const std::vector<ArrayLike>& operands) {
 bool can_cast(DType from, DType to) {
   if (from == to || from == DType::Bool) return true;
   if (to == DType::Bool) return false;
+  if (is_complex(from)) return to == DType::C128;  // complex64 -> complex128
+  if (is_complex(to)) return can_cast(from, complex_component(to));
   auto mantissa = [](DType t) {
     switch (t) {
       case DType::F16:
@@ -295,7 +305,7 @@ bool can_cast(DType from, DType to) {
 }
 
 DType inexact_dtype(DType t) {
-  return is_float(t) ? t : DType::F32;
+  return is_float(t) || is_complex(t) ? t : DType::F32;
 }
 
 }  // namespace numpy

@@ -128,11 +128,14 @@ Array var(const Array& x, const Axes& axis, int64_t ddof, bool keepdims) {
   Array mb = detail::broadcast_to_shape(
       reshape_keep_weak(m, detail::keepdims_shape(x.shape(), axes)), x.shape());
   Array d = lax::sub(a, mb);
-  Array sq = lax::mul(d, d);
+  // |d|^2: the variance of complex numbers is real, as in NumPy.
+  Array sq = is_complex(ct) ? lax::add(lax::mul(lax::real(d), lax::real(d)),
+                                       lax::mul(lax::imag(d), lax::imag(d)))
+                            : lax::mul(d, d);
   Array ss = axes.empty() ? sq : lax::reduce_sum(sq, axes);
   const double norm = std::max(n - static_cast<double>(ddof), 0.0);
-  Array r = lax::div(ss, lax::full(ss.shape(), norm, ct));
-  r = set_weak(convert(r, out_t), x.weak_type());
+  Array r = lax::div(ss, lax::full(ss.shape(), norm, ss.dtype()));
+  r = set_weak(convert(r, complex_component(out_t)), x.weak_type());
   return finish(r, x.shape(), axes, keepdims);
 }
 

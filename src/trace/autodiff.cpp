@@ -55,6 +55,7 @@ vjp::Rules& rules() {
     vjp::register_control_rules(x);
     vjp::register_custom_call_rules(x);
     vjp::register_window_rules(x);
+    vjp::register_complex_rules(x);
     return x;
   }();
   return r;
@@ -78,7 +79,7 @@ Array identity(const Array& x) {
 }
 
 bool differentiable(const ir::Value* v) {
-  return !v->type.is_token && is_float(v->type.dtype);
+  return !v->type.is_token && (is_float(v->type.dtype) || is_complex(v->type.dtype));
 }
 
 // The op's operands, then the values its regions use from outside it (cond branches and loop
@@ -182,9 +183,24 @@ Array ones_like_scalar(const Array& y) {
 
 void check_scalar_output(const Array& y) {
   if (!y.valid()) throw Error("grad: the function returned an uninitialized Array");
+  if (is_complex(y.dtype()))
+    throw Error("grad requires real-valued outputs, but the function returned " + type_of(y) +
+                " (complex); for f'(z) of a holomorphic f pass `holomorphic` "
+                "(grad(f, argnums<0>, holomorphic)), or differentiate real(f) or abs(f)");
   if (!y.shape().empty() || !is_float(y.dtype()))
     throw Error("grad requires real scalar outputs, but the function returned " + type_of(y) +
                 "; use vjp for non-scalar outputs");
+}
+
+void check_holomorphic(const Array& y, const std::vector<Array>& inputs) {
+  if (!y.valid()) throw Error("grad: the function returned an uninitialized Array");
+  if (!y.shape().empty() || !is_complex(y.dtype()))
+    throw Error(
+        "grad with holomorphic requires a complex scalar output, but the function returned " +
+        type_of(y));
+  for (const Array& x : inputs)
+    if (!is_complex(x.dtype()))
+      throw Error("grad with holomorphic requires complex inputs, got " + type_of(x));
 }
 
 void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array>& cts,
@@ -194,7 +210,8 @@ void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array
                 std::to_string(cts.size()));
   for (size_t i = 0; i < cts.size(); ++i)
     if (!cts[i].valid() || cts[i].shape() != outputs[i].shape() ||
-        (cts[i].dtype() != outputs[i].dtype() && is_float(outputs[i].dtype())))
+        (cts[i].dtype() != outputs[i].dtype() &&
+         (is_float(outputs[i].dtype()) || is_complex(outputs[i].dtype()))))
       throw Error(what + ": leaf " + std::to_string(i) + " should be " + type_of(outputs[i]) +
                   ", got " + (cts[i].valid() ? type_of(cts[i]) : std::string("an invalid Array")));
 }

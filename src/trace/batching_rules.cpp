@@ -112,9 +112,18 @@ void register_elementwise_rules(Rules& r) {
                            "stablehlo.clamp",
                            "stablehlo.convert",
                            "stablehlo.bitcast_convert",
-                           "stablehlo.reduce_precision"})
+                           "stablehlo.reduce_precision",
+                           "stablehlo.real",
+                           "stablehlo.imag",
+                           "stablehlo.complex"})
     r[name] = elementwise;
   for (const char* name : compiler::kElementwiseChloOps) r[name] = elementwise;
+
+  // fft transforms the trailing dimensions: a batch dimension in front is carried along.
+  r["stablehlo.fft"] = [](const BatchArgs& a) {
+    const Array x = batch_at(a.operands[0], a.bdims[0], a.size, 0);
+    return at_front(rebind(a.op, {x}, batched_types(a.op, a.size, 0)));
+  };
 
   // Each result keeps its operand's batch dimension.
   r["stablehlo.optimization_barrier"] = [](const BatchArgs& a) {

@@ -143,7 +143,14 @@ void register_elementwise_rules(Rules& r) {
     return out;
   };
   r["stablehlo.negate"] = [](const VjpArgs& a) -> Cts { return {neg(a.cts[0])}; };
-  unary(r, "stablehlo.abs", [](const Array& x, const Array&) { return sign(x); });
+  r["stablehlo.abs"] = [](const VjpArgs& a) -> Cts {
+    const Array &g = a.cts[0], &x = a.operands[0];
+    if (!is_complex(x.dtype())) return {mul(g, sign(x))};
+    // JAX's _abs_jvp_rule transposed: g conj(x) / |x|, with |x| = 1 where it is 0.
+    const Array& m = a.results[0];
+    const Array safe = select(eq(m, like(m, 0.0)), like(m, 1.0), m);
+    return {complex(div(mul(g, real(x)), safe), neg(div(mul(g, imag(x)), safe)))};
+  };
   for (const char* n : {"stablehlo.sign", "stablehlo.floor", "stablehlo.ceil",
                         "stablehlo.round_nearest_afz", "stablehlo.round_nearest_even"})
     r[n] = zero_rule;
@@ -293,7 +300,10 @@ void register_elementwise_rules(Rules& r) {
   };
   r["stablehlo.convert"] = [](const VjpArgs& a) -> Cts {
     const Array& x = a.operands[0];
-    if (!is_float(x.dtype()) || !is_float(a.results[0].dtype())) return {std::nullopt};
+    auto inexact = [](DType t) { return is_float(t) || is_complex(t); };
+    if (!inexact(x.dtype()) || !inexact(a.results[0].dtype())) return {std::nullopt};
+    // Converting the cotangent back: complex to real keeps the real part (JAX's transpose of
+    // a real-to-complex conversion), real to complex adds a zero imaginary part.
     return {convert_element_type(a.cts[0], x.dtype())};
   };
   r["stablehlo.reduce_precision"] = [](const VjpArgs& a) -> Cts { return {a.cts[0]}; };

@@ -18,6 +18,8 @@ void register_elementwise_rules(Rules& rules);
 void register_shape_rules(Rules& rules);
 void register_reduction_rules(Rules& rules);
 void register_control_rules(Rules& rules);
+// real, imag, complex and fft (vjp_rules_complex.cpp).
+void register_complex_rules(Rules& rules);
 // After register_reduction_rules (it extends the reduce_window rule).
 void register_window_rules(Rules& rules);
 

@@ -31,11 +31,12 @@ std::vector<Array> range(const std::vector<Array>& v, size_t begin, size_t n) {
                             v.begin() + static_cast<long>(begin + n));
 }
 
-// The float values among operands[first...] whose cotangent is wanted.
+// The float and complex values among operands[first...] whose cotangent is wanted.
 std::vector<size_t> wanted(const VjpArgs& a, size_t first) {
   std::vector<size_t> out;
   for (size_t k = first; k < a.operands.size(); ++k)
-    if (a.needed[k] && is_float(a.operands[k].dtype())) out.push_back(k);
+    if (a.needed[k] && (is_float(a.operands[k].dtype()) || is_complex(a.operands[k].dtype())))
+      out.push_back(k);
   return out;
 }
 
