@@ -357,6 +357,58 @@ func.func @main() -> (tensor<2x2xi4>, tensor<f8E3M4>, tensor<2xi1>) {
   EXPECT_EQ(bytes_of(r[2]), (std::vector<int>{0, 1}));
 }
 
+// The op mix of the interpreter suite on narrow types, each result checked by a check op (a
+// failing check throws): values worked out by hand (the i4 sum 22 wraps to 6; E4M3FN 1.0, 2.0,
+// 3.0 are 0x38, 0x40, 0x44; f16 0.3 is 0.3125 in E5M2; -8 overflows E2M1FN to -6).
+TEST(NarrowTypesCpu, InterpreterOpMix) {
+  EXPECT_NO_THROW(run(R"(func.func @main() {
+  %0 = stablehlo.constant dense<[1, -2, 3, -8]> : tensor<4xi4>
+  %1 = stablehlo.constant dense<[true, false, true, false]> : tensor<4xi1>
+  %2 = stablehlo.constant dense<7> : tensor<4xi4>
+  %3 = stablehlo.select %1, %0, %2 : tensor<4xi1>, tensor<4xi4>
+  check.expect_eq_const %3, dense<[1, 7, 3, 7]> : tensor<4xi4>
+  %4 = stablehlo.compare LT, %0, %2, SIGNED : (tensor<4xi4>, tensor<4xi4>) -> tensor<4xi1>
+  check.expect_eq_const %4, dense<true> : tensor<4xi1>
+  %lo = stablehlo.constant dense<-2> : tensor<4xi4>
+  %5 = stablehlo.clamp %lo, %0, %2 : tensor<4xi4>
+  check.expect_eq_const %5, dense<[1, -2, 3, -2]> : tensor<4xi4>
+  %6 = stablehlo.concatenate %0, %2, dim = 0 : (tensor<4xi4>, tensor<4xi4>) -> tensor<8xi4>
+  check.expect_eq_const %6, dense<[1, -2, 3, -8, 7, 7, 7, 7]> : tensor<8xi4>
+  %7 = stablehlo.slice %6 [2:6] : (tensor<8xi4>) -> tensor<4xi4>
+  check.expect_eq_const %7, dense<[3, -8, 7, 7]> : tensor<4xi4>
+  %8 = stablehlo.reshape %7 : (tensor<4xi4>) -> tensor<2x2xi4>
+  %9 = stablehlo.broadcast_in_dim %8, dims = [0, 1] : (tensor<2x2xi4>) -> tensor<2x2xi4>
+  check.expect_eq_const %9, dense<[[3, -8], [7, 7]]> : tensor<2x2xi4>
+  %z = stablehlo.constant dense<0> : tensor<i4>
+  %10 = stablehlo.reduce(%6 init: %z) applies stablehlo.add across dimensions = [0] : (tensor<8xi4>, tensor<i4>) -> tensor<i4>
+  check.expect_eq_const %10, dense<6> : tensor<i4>
+  %11 = stablehlo.iota dim = 0 : tensor<4xf8E4M3FN>
+  check.expect_almost_eq_const %11, dense<[0.0, 1.0, 2.0, 3.0]> : tensor<4xf8E4M3FN>
+  %12 = stablehlo.bitcast_convert %11 : (tensor<4xf8E4M3FN>) -> tensor<4xui8>
+  check.expect_eq_const %12, dense<[0, 56, 64, 68]> : tensor<4xui8>
+  %13 = stablehlo.convert %11 : (tensor<4xf8E4M3FN>) -> tensor<4xbf16>
+  check.expect_eq_const %13, dense<[0.0, 1.0, 2.0, 3.0]> : tensor<4xbf16>
+  %h = stablehlo.constant dense<[0.3, 1000.0]> : tensor<2xf16>
+  %14 = stablehlo.convert %h : (tensor<2xf16>) -> tensor<2xf8E5M2>
+  check.expect_eq_const %14, dense<[0.3125, 1024.0]> : tensor<2xf8E5M2>
+  %15 = "stablehlo.sort"(%11) ({
+  ^bb0(%a: tensor<f8E4M3FN>, %b: tensor<f8E4M3FN>):
+    %c = stablehlo.compare GT, %a, %b, FLOAT : (tensor<f8E4M3FN>, tensor<f8E4M3FN>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }) {dimension = 0 : i64} : (tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN>
+  check.expect_almost_eq_const %15, dense<[3.0, 2.0, 1.0, 0.0]> : tensor<4xf8E4M3FN>
+  %u = stablehlo.constant dense<[1, 2, 3]> : tensor<3xui2>
+  %16 = stablehlo.transpose %u, dims = [0] : (tensor<3xui2>) -> tensor<3xui2>
+  %17 = stablehlo.multiply %16, %16 : tensor<3xui2>
+  check.expect_eq_const %17, dense<[1, 0, 1]> : tensor<3xui2>
+  %18 = stablehlo.bitcast_convert %0 : (tensor<4xi4>) -> tensor<4xui4>
+  check.expect_eq_const %18, dense<[1, 14, 3, 8]> : tensor<4xui4>
+  %19 = stablehlo.convert %0 : (tensor<4xi4>) -> tensor<4xf4E2M1FN>
+  check.expect_almost_eq_const %19, dense<[1.0, -2.0, 3.0, -6.0]> : tensor<4xf4E2M1FN>
+  func.return
+})"));
+}
+
 TEST(NarrowTypesText, ParsePrintRoundTrip) {
   const std::string text =
       R"(func.func @main() -> (tensor<4xi4>, tensor<4xf6E3M2FN>, tensor<3xf8E4M3FN>, tensor<2xf8E8M0FNU>) {
