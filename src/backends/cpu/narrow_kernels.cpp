@@ -23,7 +23,7 @@ void check_input(const HostTensor& t, const ir::Type& type, const std::string& w
     throw RuntimeError(where + ": operand is " + t.type_string() + ", expected " + type.str());
 }
 
-// Writes the element function of a convert from `s` to `d`, reading `in` and writing `out`.
+// out = convert(in), for the pairs convert_supported admits (in.dtype() to out.dtype()).
 void convert_elements(const HostTensor& in, HostTensor& out) {
   const DType s = in.dtype(), d = out.dtype();
   const int64_t n = in.size();
