@@ -121,6 +121,37 @@ TEST(CudaNoGpu, ComplexAndChloProgramsCompileWhereTheCpuDoes) {
       << off.summary();
 }
 
+// Narrow element types (int4, float8_e4m3fn, ...): the interpreter suite's programs on them
+// compile for cuda, computing on wide types on the device; only the ops that keep narrow values
+// (constants, converts to and from them, bitcast_convert) and the check ops, which read their
+// operands on the host, take the host path.
+TEST(CudaNoGpu, NarrowTypeProgramsKeepOnlyTheirConvertsOnTheHost) {
+  const fs::path dir = fs::path(shared_dir()) / "conformance" / "stablehlo-interpret";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no conformance data at " << dir;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".mlir") continue;
+    std::unique_ptr<ir::Module> module;
+    try {
+      module = ir::parse_module(read_file(e.path()));
+    } catch (const Error&) {
+      continue;  // element types cujax does not parse yet (docs/conformance.md lists them)
+    }
+    bool narrow = false;
+    for (const auto& op : module->lookup("main")->entry().ops)
+      for (const auto& r : op->results) narrow = narrow || is_narrow(r->type.dtype);
+    if (!narrow) continue;
+    ++files;
+    std::vector<cuda::HostFallbackOp> f;
+    ASSERT_NO_THROW(f = fallbacks_of(*module)) << e.path().filename();
+    for (const auto& op : f)
+      EXPECT_TRUE(op.op == "stablehlo.constant" || op.op == "stablehlo.convert" ||
+                  op.op == "stablehlo.bitcast_convert" || op.op.starts_with("check."))
+          << e.path().filename() << ": " << op.op << " at " << op.where << " runs on the host";
+  }
+  EXPECT_GT(files, 20);
+}
+
 class CudaNoGpuModel : public ::testing::Test {
  protected:
   nnx::Rngs rngs{0};

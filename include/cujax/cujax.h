@@ -28,6 +28,7 @@
 #include "cujax/core/half.h"
 #include "cujax/core/host_tensor.h"
 #include "cujax/core/json.h"
+#include "cujax/core/narrow_types.h"
 #include "cujax/core/npy.h"
 #include "cujax/core/sha256.h"
 #include "cujax/core/shape.h"

@@ -98,10 +98,15 @@ Role classify(const ir::Operation& op, std::string* why) {
   if (r.is_token) return no("produces a token");
   for (const ir::Value* v : op.operands)
     if (v->type.is_token) return no("reads a token");
-  // Generated kernels have no complex arithmetic: such ops keep their own kernels.
+  // Generated kernels have no complex arithmetic and no narrow types (int4, float8_e4m3fn, ...,
+  // which compiler/narrow_types.cpp leaves only to converts, bitcasts and constants): such ops
+  // keep their own kernels.
   if (is_complex(r.dtype)) return no("complex element type");
   for (const ir::Value* v : op.operands)
     if (is_complex(v->type.dtype)) return no("complex operand");
+  if (is_narrow(r.dtype)) return no(std::string(numpy_name(r.dtype)) + " element type");
+  for (const ir::Value* v : op.operands)
+    if (is_narrow(v->type.dtype)) return no(std::string(numpy_name(v->type.dtype)) + " operand");
   if (r.rank() > kMaxRank) return no("rank above 16");
   if (r.num_elements() == 0) return no("empty result");
   for (const ir::Value* v : op.operands)

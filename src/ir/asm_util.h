@@ -12,6 +12,7 @@
 
 #include "cujax/core/dtype.h"
 #include "cujax/core/half.h"
+#include "cujax/core/narrow_types.h"
 
 namespace cujax::ir::asm_util {
 
@@ -83,6 +84,7 @@ inline int float_mant_bits(DType t) {
 // Bits of the value stored in an element of float type `t` (f16/bf16 in the low 16 bits).
 // NaN payloads (signaling ones too) carry over exactly, as double_from_float_bits makes them.
 inline uint64_t float_bits_from_double(double v, DType t) {
+  if (is_narrow_float(t)) return narrow_float_from_double(t, v);
   uint64_t d;
   std::memcpy(&d, &v, 8);
   if (t == DType::F64) return d;
@@ -108,6 +110,7 @@ inline uint64_t float_bits_from_double(double v, DType t) {
 
 // The exact value of a float element; NaNs keep sign and payload in the top mantissa bits.
 inline double double_from_float_bits(uint64_t bits, DType t) {
+  if (is_narrow_float(t)) return narrow_float_to_double(t, static_cast<uint8_t>(bits));
   double d;
   if (t == DType::F64) {
     std::memcpy(&d, &bits, 8);
@@ -421,6 +424,30 @@ inline std::string hex_float_bits(uint64_t bits) {
 // Text for a float element exactly as MLIR prints it: "1.000000e+00" when six digits read back
 // to the same value, otherwise enough digits to round-trip, otherwise hex bits.
 inline std::string format_float(uint64_t bits, DType t) {
+  if (is_narrow_float(t)) {
+    // Non-finite values as their bits; finite ones as the shortest of MLIR's two forms that
+    // reads back to the same bits.
+    const double v = narrow_float_to_double(t, static_cast<uint8_t>(bits));
+    if (!std::isfinite(v)) return hex_float_bits(bits);
+    const int precision = narrow_float_format(t).mant_bits + 1;
+    uint64_t significand = 0;
+    int exponent = 0;
+    if (v != 0) {
+      int e = 0;
+      const double fr = std::frexp(std::fabs(v), &e);
+      significand = static_cast<uint64_t>(std::ldexp(fr, precision));
+      exponent = e - precision;
+    }
+    auto reads_back = [&](const std::string& s) {
+      uint64_t b = 0;
+      return decimal_to_float_bits(s, t, &b) && b == bits;
+    };
+    for (const std::string& s :
+         {detail::apfloat_to_string(std::signbit(v), significand, exponent, precision, 6, 0, false),
+          detail::apfloat_to_string(std::signbit(v), significand, exponent, precision, 0, 3, true)})
+      if (reads_back(s)) return s;
+    return hex_float_bits(bits);
+  }
   const detail::FloatLayout l = detail::layout_of(t);
   const int width = 1 + l.exp_bits + l.mant_bits;
   bits &= width == 64 ? ~uint64_t{0} : ((uint64_t{1} << width) - 1);

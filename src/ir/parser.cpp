@@ -535,6 +535,10 @@ class Parser {
     }
     ws();
     const size_t epos = pos_;
+    if (src_.substr(pos_).starts_with("!quant."))
+      fail(epos, "quantized element types (" + found() +
+                     ") are not supported: uniform_quantize, uniform_dequantize and ops on "
+                     "quantized tensors are out of scope (docs/conformance.md)");
     std::string_view e = peek_ident();
     if (e == "complex") {
       // complex<f32> / complex<f64>: the whole spelling is the dtype's name.
@@ -1017,7 +1021,9 @@ class Parser {
     }
     NumTok t;
     if (!scan_number(&t)) fail(at, "expected a number in the dense literal, found " + found());
-    const uint64_t bits = is_float(dt) ? float_bits(t, dt) : int_bits(t, dt);
+    uint64_t bits = is_float(dt) ? float_bits(t, dt) : int_bits(t, dt);
+    // i2/i4 elements hold their value sign-extended to the byte, as ml_dtypes stores them.
+    if (is_narrow_int(dt)) bits = narrow_int_from_int64(dt, static_cast<int64_t>(bits));
     std::memcpy(out, &bits, size_of(dt));  // little-endian host
   }
 
@@ -1086,6 +1092,12 @@ class Parser {
       if (dt == DType::Bool) {
         auto* p = static_cast<uint8_t*>(result.data());
         for (uint64_t i = 0; i < n; ++i) p[i] = p[i] != 0;
+      } else if (is_narrow(dt)) {
+        // Each byte holds one element in its low bits: keep those, sign-extended for i2/i4.
+        auto* p = static_cast<uint8_t*>(result.data());
+        const uint8_t mask = static_cast<uint8_t>((1u << bit_width(dt)) - 1);
+        for (uint64_t i = 0; i < n; ++i)
+          p[i] = is_narrow_int(dt) ? narrow_int_from_int64(dt, p[i]) : p[i] & mask;
       }
       pos_ = close + 1;
     } else if (cur() == '[') {

@@ -77,6 +77,8 @@ void append_element(std::string& out, const HostTensor& t, int64_t i) {
     out += bits & 0xff ? "true" : "false";
   } else if (is_float(dt)) {
     out += format_float(bits, dt);
+  } else if (is_narrow_int(dt)) {
+    out += std::to_string(narrow_int_to_int64(dt, static_cast<uint8_t>(bits)));
   } else if (is_unsigned_int(dt)) {
     out += std::to_string(bits);
   } else {

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cujax/core/narrow_types.h"
+
 namespace cujax::runtime {
 
 namespace {
@@ -33,6 +35,11 @@ uint64_t raw_bits(const HostTensor& t, int64_t i) {
 }
 
 double as_double(const HostTensor& t, int64_t i) {
+  const DType dt = t.dtype();
+  if (is_narrow_float(dt))
+    return narrow_float_to_double(dt, static_cast<const uint8_t*>(t.data())[i]);
+  if (is_narrow_int(dt))
+    return static_cast<double>(narrow_int_to_int64(dt, static_cast<const uint8_t*>(t.data())[i]));
   return visit_dtype(t.dtype(), [&](auto tag) -> double {
     using T = typename decltype(tag)::type;
     return static_cast<double>(t.data_as<T>()[i]);
@@ -56,7 +63,12 @@ bool element_holds(CheckKind kind, const HostTensor& a, const HostTensor& b, int
   if (kind == CheckKind::ExpectAlmostEq) return x == y || std::fabs(x - y) <= tolerance;
   if (!std::isfinite(x) || !std::isfinite(y)) return raw_bits(a, i) == raw_bits(b, i);
   const int width = bit_width(dt);
-  const int64_t ulps = ordered_bits(raw_bits(a, i), width) - ordered_bits(raw_bits(b, i), width);
+  // E8M0FNU has no sign bit: its bits are ordered like its values.
+  const bool unsigned_format =
+      is_narrow_float(dt) && narrow_float_format(dt).nan == NarrowNan::Unsigned;
+  const int64_t ulps =
+      unsigned_format ? static_cast<int64_t>(raw_bits(a, i)) - static_cast<int64_t>(raw_bits(b, i))
+                      : ordered_bits(raw_bits(a, i), width) - ordered_bits(raw_bits(b, i), width);
   return ulps <= 3 && ulps >= -3;
 }
 
@@ -84,6 +96,11 @@ std::string format_element(const HostTensor& t, int64_t i) {
     return "(" + format_element(parts, 2 * i) + "," + format_element(parts, 2 * i + 1) + ")";
   }
   char buf[64];
+  if (is_narrow_int(t.dtype())) return std::to_string(static_cast<int64_t>(as_double(t, i)));
+  if (is_narrow_float(t.dtype())) {
+    std::snprintf(buf, sizeof buf, "%.17g", as_double(t, i));
+    return buf;
+  }
   visit_dtype(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = t.data_as<T>()[i];

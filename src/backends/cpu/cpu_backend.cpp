@@ -5,6 +5,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "compiler/chlo_decompose.h"
+#include "compiler/narrow_types.h"
 #include "cujax/runtime/spmd.h"
 #include "profiler/hooks.h"
 
@@ -69,8 +70,10 @@ std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& origi
                                                          std::string_view entry, int device,
                                                          const runtime::CompileOptions&) const {
   // Kernels copy what they need from their ops, so the lowered module may go after compiling.
-  const std::unique_ptr<ir::Module> lowered =
+  std::unique_ptr<ir::Module> lowered =
       compiler::has_chlo(original) ? compiler::decompose_chlo(original) : nullptr;
+  if (compiler::has_narrow(lowered ? *lowered : original))
+    lowered = compiler::widen_narrow_types(lowered ? *lowered : original);
   const ir::Module& module = lowered ? *lowered : original;
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("module has no function @" + std::string(entry));

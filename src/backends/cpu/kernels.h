@@ -165,6 +165,9 @@ void register_collective_kernels(KernelRegistry& r);   // all_reduce, all_gather
 // complex64/complex128 kernels (element-wise, dot_general, fft, reduce, reduce_window, sort):
 // wraps the factories registered before it, so it runs last.
 void register_complex_kernels(KernelRegistry& r);
+// convert and bitcast_convert on the narrow types (compiler/narrow_types.h lowers the rest):
+// wraps the factories registered before it.
+void register_narrow_kernels(KernelRegistry& r);
 
 // The result of an element-wise kernel (each element written after that element of the
 // operands is read): the storage of the first operand among `candidates` that has the result's

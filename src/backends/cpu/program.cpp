@@ -231,6 +231,7 @@ const KernelRegistry& kernel_registry() {
     register_random_kernels(r);
     register_collective_kernels(r);
     register_complex_kernels(r);
+    register_narrow_kernels(r);
     return r;
   }();
   return registry;

@@ -27,6 +27,7 @@
 #include "backends/cuda/timeline.h"
 #include "compiler/chlo_decompose.h"
 #include "compiler/fusion.h"
+#include "compiler/narrow_types.h"
 #include "compiler/op_cost.h"
 #include "cujax/profiler.h"
 #include "profiler/hooks.h"
@@ -458,8 +459,9 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     const compiler::OpCost cost = compiler::op_cost(op);
     step.flops = cost.flops + cost.transcendentals;
     step.bytes = cost.bytes;
-    // Complex values have no device kernels yet: their ops take the host path.
-    if (!cpu::touches_complex(op)) {
+    // Complex and narrow (int4, float8_e4m3fn, ...) values have no device kernels: their ops
+    // take the host path.
+    if (!cpu::touches_complex(op) && !compiler::touches_narrow(op)) {
       if (spmd) step.device = spmd->device_kernel(op, host_compiler);
       if (!step.device) step.device = device_kernel(op, dev);
       if (!step.device)
@@ -527,10 +529,13 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
   };
   // chlo ops become StableHLO first (once: those it keeps, on complex operands, take the host
   // path); the program keeps nothing of the lowered module.
-  if (compiler::has_chlo(module)) {
-    const std::unique_ptr<ir::Module> lowered = compiler::decompose_chlo(module);
-    return compile(*lowered, *lowered->lookup(fn.name));
-  }
+  // Narrow types then compute on wide ones (compiler/narrow_types.h), so that only their
+  // converts, bitcasts and constants take the host path.
+  std::unique_ptr<ir::Module> lowered =
+      compiler::has_chlo(module) ? compiler::decompose_chlo(module) : nullptr;
+  if (compiler::has_narrow(lowered ? *lowered : module))
+    lowered = compiler::widen_narrow_types(lowered ? *lowered : module);
+  if (lowered) return compile(*lowered, *lowered->lookup(fn.name));
   return compile(module, fn);
 }
 
