@@ -2,6 +2,11 @@
 # fail() counting failures, expect_usage_error, expect_same_checkpoints, and finish NAME to end
 # with the count.
 
+# Sanitizer builds (CUJAX_TEST_TIME_SCALE > 1, set by tests/CMakeLists.txt for the debug preset)
+# run several times slower: waits for progress, and bounds whose clock includes start-up or
+# compiling a step, are multiplied by it.
+time_scale="${CUJAX_TEST_TIME_SCALE:-1}"
+
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
