@@ -535,10 +535,16 @@ class Parser {
     }
     ws();
     const size_t epos = pos_;
-    if (src_.substr(pos_).starts_with("!quant."))
-      fail(epos, "quantized element types (" + found() +
+    if (src_.substr(pos_).starts_with("!quant.")) {
+      size_t end = pos_;  // the type's spelling: up to its closing '>'
+      for (int depth = 0; end < src_.size(); ++end) {
+        if (src_[end] == '<') ++depth;
+        if (src_[end] == '>' && --depth == 0) break;
+      }
+      fail(epos, "quantized element types (" + std::string(src_.substr(pos_, end + 1 - pos_)) +
                      ") are not supported: uniform_quantize, uniform_dequantize and ops on "
                      "quantized tensors are out of scope (docs/conformance.md)");
+    }
     std::string_view e = peek_ident();
     if (e == "complex") {
       // complex<f32> / complex<f64>: the whole spelling is the dtype's name.
