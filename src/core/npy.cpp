@@ -43,22 +43,9 @@ std::string npy_descr(DType t) {
       return "<c8";
     case DType::C128:
       return "<c16";
-    case DType::I2:
-    case DType::I4:
-    case DType::U2:
-    case DType::U4:
-    case DType::F8E4M3FN:
-    case DType::F8E5M2:
-    case DType::F8E4M3FNUZ:
-    case DType::F8E5M2FNUZ:
-    case DType::F8E4M3B11FNUZ:
-    case DType::F8E3M4:
-    case DType::F8E4M3:
-    case DType::F8E8M0FNU:
-    case DType::F6E2M3FN:
-    case DType::F6E3M2FN:
-    case DType::F4E2M1FN:
-      // ml_dtypes saves these as anonymous one-byte voids ('|V1'), which do not say the type.
+    default:
+      // The narrow types: ml_dtypes saves them as anonymous one-byte voids ('|V1'), which do not
+      // say the type.
       throw UnsupportedError(".npy: " + std::string(numpy_name(t)) +
                              " has no NumPy type descriptor that names it");
   }

@@ -113,21 +113,7 @@ int node_of(DType t) {
       return kC64;
     case DType::C128:
       return kC128;
-    case DType::I2:
-    case DType::I4:
-    case DType::U2:
-    case DType::U4:
-    case DType::F8E4M3FN:
-    case DType::F8E5M2:
-    case DType::F8E4M3FNUZ:
-    case DType::F8E5M2FNUZ:
-    case DType::F8E4M3B11FNUZ:
-    case DType::F8E3M4:
-    case DType::F8E4M3:
-    case DType::F8E8M0FNU:
-    case DType::F6E2M3FN:
-    case DType::F6E3M2FN:
-    case DType::F4E2M1FN:
+    default:
       throw UnsupportedError("type promotion: " + std::string(numpy_name(t)) +
                              " is not supported by the numpy API");
   }

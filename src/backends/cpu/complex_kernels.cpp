@@ -60,34 +60,7 @@ void visit_complex(DType t, F&& f) {
     case DType::C128:
       f(TypeTag<C128>{});
       return;
-    case DType::Bool:
-    case DType::I8:
-    case DType::I16:
-    case DType::I32:
-    case DType::I64:
-    case DType::U8:
-    case DType::U16:
-    case DType::U32:
-    case DType::U64:
-    case DType::F16:
-    case DType::BF16:
-    case DType::F32:
-    case DType::F64:
-    case DType::I2:
-    case DType::I4:
-    case DType::U2:
-    case DType::U4:
-    case DType::F8E4M3FN:
-    case DType::F8E5M2:
-    case DType::F8E4M3FNUZ:
-    case DType::F8E5M2FNUZ:
-    case DType::F8E4M3B11FNUZ:
-    case DType::F8E3M4:
-    case DType::F8E4M3:
-    case DType::F8E8M0FNU:
-    case DType::F6E2M3FN:
-    case DType::F6E3M2FN:
-    case DType::F4E2M1FN:
+    default:
       throw Error("visit_complex: " + std::string(mlir_name(t)) + " is not a complex type");
   }
 }
