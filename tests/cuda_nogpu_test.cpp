@@ -90,13 +90,14 @@ TEST(CudaNoGpu, ConformanceProgramsRunEntirelyOnTheDevice) {
 }
 
 // The complex and chlo programs: whatever the cpu backend compiles, cuda compiles too (complex
-// values have no device kernels yet, so their ops may take the host path), and a program
-// without complex values (chlo decomposed into StableHLO) runs entirely on the device.
+// values have device kernels only for fft, through cuFFT, so their other ops may take the host
+// path), every fft runs on the device, and a program without complex values (chlo decomposed
+// into StableHLO) runs entirely on the device.
 TEST(CudaNoGpu, ComplexAndChloProgramsCompileWhereTheCpuDoes) {
   const fs::path dir = fs::path(shared_dir()) / "conformance" / "stablehlo-testdata-ext";
   if (!fs::is_directory(dir)) GTEST_SKIP() << "no conformance data at " << dir;
   Offenders off;
-  int files = 0, with_complex = 0;
+  int files = 0, with_complex = 0, ffts = 0, ffts_on_host = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".mlir") continue;
     const std::string text = read_file(e.path());
@@ -109,6 +110,8 @@ TEST(CudaNoGpu, ComplexAndChloProgramsCompileWhereTheCpuDoes) {
     ++files;
     std::vector<cuda::HostFallbackOp> f;
     ASSERT_NO_THROW(f = fallbacks_of(*module)) << e.path().filename();
+    for (const auto& op : f) ffts_on_host += op.op == "stablehlo.fft";
+    ffts += text.find("stablehlo.fft") != std::string::npos;
     if (text.find("complex<") != std::string::npos)
       ++with_complex;
     else
@@ -116,19 +119,22 @@ TEST(CudaNoGpu, ComplexAndChloProgramsCompileWhereTheCpuDoes) {
   }
   EXPECT_GT(files, 100);
   EXPECT_GT(with_complex, 0);
+  EXPECT_GT(ffts, 5);
+  EXPECT_EQ(ffts_on_host, 0);
   EXPECT_TRUE(off.programs.empty())
       << off.programs.size() << " programs without complex values run ops on the host:\n"
       << off.summary();
 }
 
 // Narrow element types (int4, float8_e4m3fn, ...): the interpreter suite's programs on them
-// compile for cuda, computing on wide types on the device; only the ops that keep narrow values
-// (constants, converts to and from them, bitcast_convert) and the check ops, which read their
-// operands on the host, take the host path.
-TEST(CudaNoGpu, NarrowTypeProgramsKeepOnlyTheirConvertsOnTheHost) {
+// compile for cuda, computing on wide types on the device, with their constants and converts on
+// the device too; only bitcast_convert of narrow values (bit fields packed into bytes), the
+// control flow that carries them, and the check ops, which read their operands on the host,
+// take the host path.
+TEST(CudaNoGpu, NarrowTypeProgramsKeepOnlyBitcastsAndControlFlowOnTheHost) {
   const fs::path dir = fs::path(shared_dir()) / "conformance" / "stablehlo-interpret";
   if (!fs::is_directory(dir)) GTEST_SKIP() << "no conformance data at " << dir;
-  int files = 0;
+  int files = 0, entirely_on_device = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".mlir") continue;
     std::unique_ptr<ir::Module> module;
@@ -144,12 +150,15 @@ TEST(CudaNoGpu, NarrowTypeProgramsKeepOnlyTheirConvertsOnTheHost) {
     ++files;
     std::vector<cuda::HostFallbackOp> f;
     ASSERT_NO_THROW(f = fallbacks_of(*module)) << e.path().filename();
+    entirely_on_device += f.empty();
     for (const auto& op : f)
-      EXPECT_TRUE(op.op == "stablehlo.constant" || op.op == "stablehlo.convert" ||
-                  op.op == "stablehlo.bitcast_convert" || op.op.starts_with("check."))
+      EXPECT_TRUE(op.op == "stablehlo.bitcast_convert" || op.op == "stablehlo.while" ||
+                  op.op == "stablehlo.if" || op.op == "stablehlo.case" ||
+                  op.op.starts_with("check."))
           << e.path().filename() << ": " << op.op << " at " << op.where << " runs on the host";
   }
   EXPECT_GT(files, 20);
+  EXPECT_GT(entirely_on_device, files / 2);
 }
 
 class CudaNoGpuModel : public ::testing::Test {

@@ -611,6 +611,129 @@ TEST_F(CudaVsCpu, ConvolutionAndTriangularSolve) {
       {2, 10, 8}, DType::F32, 1e-5, 1e-5);
 }
 
+// Finite values in [-3, 3]: an FFT spreads a NaN or an infinity over its whole row, where the
+// two libraries may give different NaN/infinity patterns.
+HostTensor finite_tensor(DType t, Shape shape, std::mt19937& rng) {
+  HostTensor out(t, std::move(shape));
+  std::uniform_real_distribution<double> u(-3.0, 3.0);
+  for (int64_t i = 0; i < out.size(); ++i) {
+    if (t == DType::F64)
+      out.data_as<double>()[i] = u(rng);
+    else
+      out.data_as<float>()[i] = static_cast<float>(u(rng));
+  }
+  return out;
+}
+
+// stablehlo.fft through cuFFT (in double, rounded once) against the CPU's kissfft (in double
+// too): every kind, 1 to 3 axes, batches, odd and prime lengths, and IRFFT of a spectrum that is
+// not Hermitian (the imaginary parts of X[0] and X[n/2] must not count). Complex operands are
+// built and taken apart on the host (complex, real, imag: 3 host ops); the transform must not be.
+TEST_F(CudaVsCpu, FftEveryKindThroughCufft) {
+  struct Case {
+    DType t;
+    std::string kind, length;
+    Shape in, out;  // the complex side as its two parts; the real side as it is
+  };
+  const Case cases[] = {
+      {DType::F32, "FFT", "[8, 12]", {3, 8, 12}, {3, 8, 12}},
+      {DType::F64, "IFFT", "[17]", {4, 17}, {4, 17}},
+      {DType::F32, "IFFT", "[3, 5, 7]", {2, 3, 5, 7}, {2, 3, 5, 7}},
+      {DType::F32, "RFFT", "[4, 6, 10]", {2, 4, 6, 10}, {2, 4, 6, 6}},
+      {DType::F64, "RFFT", "[15]", {6, 15}, {6, 8}},
+      {DType::F64, "IRFFT", "[16]", {5, 9}, {5, 16}},
+      {DType::F32, "IRFFT", "[6, 11]", {3, 6, 6}, {3, 6, 11}},
+  };
+  for (const Case& c : cases) {
+    const std::string real = std::string(mlir_name(c.t));
+    const std::string cplx = "complex<" + real + ">";
+    auto tensor = [](const Shape& s, const std::string& e) {
+      std::string out = "tensor<";
+      for (int64_t d : s) out += std::to_string(d) + "x";
+      return out + e + ">";
+    };
+    const bool real_in = c.kind == "RFFT", real_out = c.kind == "IRFFT";
+    std::vector<HostTensor> args{finite_tensor(c.t, c.in, rng)};
+    std::string body, operand = "%a0";
+    int host_ops = 0;
+    if (!real_in) {
+      args.push_back(finite_tensor(c.t, c.in, rng));
+      body += "  %c = stablehlo.complex %a0, %a1 : " + tensor(c.in, cplx) + "\n";
+      operand = "%c";
+      ++host_ops;
+    }
+    const std::string in_type = tensor(c.in, real_in ? real : cplx);
+    const std::string out_type = tensor(c.out, real_out ? real : cplx);
+    body += "  %f = stablehlo.fft " + operand + ", type = " + c.kind + ", length = " + c.length +
+            " : (" + in_type + ") -> " + out_type + "\n";
+    Shape rshape = c.out;
+    if (real_out) {
+      body += "  return %f : " + tensor(c.out, real);
+    } else {
+      // real and imaginary parts side by side along the first axis
+      rshape[0] *= 2;
+      body += "  %re = stablehlo.real %f : (" + out_type + ") -> " + tensor(c.out, real) + "\n";
+      body += "  %im = stablehlo.imag %f : (" + out_type + ") -> " + tensor(c.out, real) + "\n";
+      body += "  %o = stablehlo.concatenate %re, %im, dim = 0 : (" + tensor(c.out, real) + ", " +
+              tensor(c.out, real) + ") -> " + tensor(rshape, real) + "\n";
+      body += "  return %o : " + tensor(rshape, real);
+      host_ops += 2;
+    }
+    // Both round a double-precision result once; outputs near zero carry the sum's error.
+    check(args, body, rshape, c.t, c.t == DType::F64 ? 1e-13 : 3e-7,
+          c.t == DType::F64 ? 1e-12 : 2e-6, host_ops);
+  }
+}
+
+// Values over the narrow formats' whole range: magnitudes 2^-30 .. 2^20 (subnormals, overflow
+// and E8M0's large exponents included), ties and the specials.
+HostTensor narrow_range_tensor(DType t, int64_t n, std::mt19937& rng) {
+  HostTensor out(t, {n});
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::uniform_int_distribution<int> e(-30, 20);
+  const double specials[] = {0.0, -0.0, NAN,   -NAN,  INFINITY, -INFINITY, 0.5,
+                             1.5, 2.5,  448.0, 464.0, 57344.0,  61440.0};
+  for (int64_t i = 0; i < n; ++i) {
+    double v = std::ldexp(1.0 + u(rng), e(rng)) * ((rng() & 1) ? -1 : 1);
+    if (i % 7 == 3) v = std::ldexp(std::round(u(rng) * 64) + 0.5, e(rng) % 4);  // ties
+    if (i < static_cast<int64_t>(std::size(specials))) v = specials[i];
+    if (t == DType::F64)
+      out.data_as<double>()[i] = v;
+    else
+      out.data_as<float>()[i] = static_cast<float>(v);
+  }
+  return out;
+}
+
+// The converts that keep narrow values (int4, float8_e4m3fn, ...; everything else computes on
+// wide types between them) run on the device with the CPU's rounding, bit for bit: every float
+// format from and back to f32 and f64, and the integers' wrapping and saturation.
+TEST_F(CudaVsCpu, NarrowConvertsMatchTheCpuBitForBit) {
+  const int64_t n = 4096;
+  for (DType fmt : {DType::F8E4M3FN, DType::F8E5M2, DType::F8E4M3FNUZ, DType::F8E5M2FNUZ,
+                    DType::F8E4M3B11FNUZ, DType::F8E3M4, DType::F8E4M3, DType::F8E8M0FNU,
+                    DType::F6E2M3FN, DType::F6E3M2FN, DType::F4E2M1FN})
+    for (DType wide : {DType::F32, DType::F64}) {
+      const std::string w = type_str({n}, wide), q = type_str({n}, fmt);
+      check({narrow_range_tensor(wide, n, rng)},
+            "  %0 = stablehlo.convert %a0 : (" + w + ") -> " + q +
+                "\n  %1 = stablehlo.convert %0 : (" + q + ") -> " + w + "\n  return %1 : " + w,
+            {n}, wide, 0, 0);
+    }
+  const std::string f = type_str({n}, DType::F32), i32 = type_str({n}, DType::I32);
+  const std::string i4 = type_str({n}, DType::I4), u2 = type_str({n}, DType::U2);
+  // f32 -> i4 saturates and truncates; i32 -> i4 wraps; i4 -> ui2 wraps; back out to i32.
+  HostTensor ints = random_tensor(DType::I32, {n}, rng);
+  check({narrow_range_tensor(DType::F32, n, rng), ints},
+        "  %0 = stablehlo.convert %a0 : (" + f + ") -> " + i4 +
+            "\n  %1 = stablehlo.convert %a1 : (" + i32 + ") -> " + i4 +
+            "\n  %2 = stablehlo.convert %1 : (" + i4 + ") -> " + u2 +
+            "\n  %3 = stablehlo.convert %0 : (" + i4 + ") -> " + i32 +
+            "\n  %4 = stablehlo.convert %2 : (" + u2 + ") -> " + i32 +
+            "\n  %5 = stablehlo.add %3, %4 : " + i32 + "\n  return %5 : " + i32,
+        {n}, DType::I32);
+}
+
 // compile_spmd on cuda runs collectives over NCCL, one rank per GPU; the same program on as many
 // virtual cpu devices is the reference. With one GPU every group has one member: this checks
 // the NCCL calls, communicators and device ids, not the rank-block layouts (copy_plan_test

@@ -25,21 +25,6 @@ DType unsigned_of(DType t) {
   return t == DType::I2 ? DType::U2 : t == DType::I4 ? DType::U4 : t;
 }
 
-// Converts that the backends run on narrow types themselves (cpu/narrow_kernels.cpp): between a
-// narrow float and f32/f64, from f32/f64 to a narrow integer, between a narrow integer and
-// another integer or i1. Every other convert goes through one of these.
-bool is_native_convert(DType from, DType to) {
-  const bool f32_or_f64_from = from == DType::F32 || from == DType::F64;
-  const bool f32_or_f64_to = to == DType::F32 || to == DType::F64;
-  const bool int_from = is_integer(from) || from == DType::Bool;
-  const bool int_to = is_integer(to) || to == DType::Bool;
-  if (is_narrow_float(from)) return f32_or_f64_to || from == to;
-  if (is_narrow_float(to)) return f32_or_f64_from;
-  if (is_narrow_int(from)) return int_to;
-  if (is_narrow_int(to)) return int_from || f32_or_f64_from;
-  return true;
-}
-
 // Ops that are not computations on their values: they pass narrow values along as they are
 // (control flow, calls, the interpreter's check ops) or handle them themselves.
 bool keeps_narrow(const ir::Operation& op) {
@@ -206,6 +191,18 @@ bool region_has_narrow(const ir::Region& r) {
 }
 
 }  // namespace
+
+bool is_native_convert(DType from, DType to) {
+  const bool f32_or_f64_from = from == DType::F32 || from == DType::F64;
+  const bool f32_or_f64_to = to == DType::F32 || to == DType::F64;
+  const bool int_from = is_integer(from) || from == DType::Bool;
+  const bool int_to = is_integer(to) || to == DType::Bool;
+  if (is_narrow_float(from)) return f32_or_f64_to || from == to;
+  if (is_narrow_float(to)) return f32_or_f64_from;
+  if (is_narrow_int(from)) return int_to;
+  if (is_narrow_int(to)) return int_from || f32_or_f64_from;
+  return true;
+}
 
 DType wide_type_of(DType t) {
   if (is_narrow_float(t)) return DType::F32;

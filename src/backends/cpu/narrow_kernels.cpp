@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "compiler/narrow_types.h"
+#include "core/narrow_convert.h"
 #include "cujax/core/narrow_types.h"
 
 namespace cujax::cpu {
@@ -23,7 +24,7 @@ void check_input(const HostTensor& t, const ir::Type& type, const std::string& w
     throw RuntimeError(where + ": operand is " + t.type_string() + ", expected " + type.str());
 }
 
-// out = convert(in), for the pairs convert_supported admits (in.dtype() to out.dtype()).
+// out = convert(in), for the pairs compiler::is_native_convert admits (in.dtype() to out.dtype()).
 void convert_elements(const HostTensor& in, HostTensor& out) {
   const DType s = in.dtype(), d = out.dtype();
   const int64_t n = in.size();
@@ -62,19 +63,13 @@ void convert_elements(const HostTensor& in, HostTensor& out) {
   }
   if (is_narrow_int(d) && is_float(s)) {
     // Truncated toward zero and saturated to the type's range, NaN to 0, as XLA converts.
-    const double lo = static_cast<double>(narrow_int_min(d));
-    const double hi = static_cast<double>(narrow_int_max(d));
-    auto sat = [&](double v) {
-      if (std::isnan(v)) return uint8_t{0};
-      return narrow_int_from_int64(
-          d, static_cast<int64_t>(std::trunc(std::fmin(std::fmax(v, lo), hi))));
-    };
+    const narrow::IntFormat fmt{bit_width(d), is_signed_int(d)};
     if (s == DType::F32) {
       const float* f = in.data_as<float>();
-      each([&](int64_t i) { o8[i] = sat(f[i]); });
+      each([&](int64_t i) { o8[i] = narrow::from_float(fmt, f[i]); });
     } else {
       const double* f = in.data_as<double>();
-      each([&](int64_t i) { o8[i] = sat(f[i]); });
+      each([&](int64_t i) { o8[i] = narrow::from_float(fmt, f[i]); });
     }
     return;
   }
@@ -85,7 +80,7 @@ void convert_elements(const HostTensor& in, HostTensor& out) {
   if (is_narrow_int(s)) {  // to an integer or i1: sign- or zero-extended, then wrapped
     visit_dtype(d, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_integral_v<T>) {  // convert_supported admits integers and i1 only
+      if constexpr (std::is_integral_v<T>) {  // is_native_convert admits integers and i1 only
         T* o = out.data_as<T>();
         each([&](int64_t i) { o[i] = static_cast<T>(narrow_int_to_int64(s, x[i])); });
       }
@@ -102,24 +97,12 @@ void convert_elements(const HostTensor& in, HostTensor& out) {
   });
 }
 
-bool convert_supported(DType s, DType d) {
-  const bool wide_float = s == DType::F32 || s == DType::F64;
-  const bool wide_float_d = d == DType::F32 || d == DType::F64;
-  const bool int_s = is_integer(s) || s == DType::Bool;
-  const bool int_d = is_integer(d) || d == DType::Bool;
-  if (s == d) return true;
-  if (is_narrow_float(s)) return wide_float_d;
-  if (is_narrow_float(d)) return wide_float;
-  if (is_narrow_int(s)) return int_d;
-  return is_narrow_int(d) && (int_s || wide_float);
-}
-
 Kernel narrow_convert_kernel(const ir::Operation& op) {
   if (op.operands.size() != 1 || op.num_results() != 1) unsupported(op, "expects one operand");
   const ir::Type a = op.operands[0]->type;
   const ir::Type r = op.result(0)->type;
   if (a.shape != r.shape) unsupported(op, "operand and result shapes differ");
-  if (!convert_supported(a.dtype, r.dtype))
+  if (!compiler::is_native_convert(a.dtype, r.dtype))
     unsupported(op, "no direct conversion from " + std::string(mlir_name(a.dtype)) + " to " +
                         std::string(mlir_name(r.dtype)) +
                         " (compiler::widen_narrow_types splits it into two)");

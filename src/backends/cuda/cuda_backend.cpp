@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/device.h"
+#include "backends/cuda/fft.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/op_kernels.h"
 #include "backends/cuda/program.h"
@@ -459,13 +460,17 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     const compiler::OpCost cost = compiler::op_cost(op);
     step.flops = cost.flops + cost.transcendentals;
     step.bytes = cost.bytes;
-    // Complex and narrow (int4, float8_e4m3fn, ...) values have no device kernels: their ops
-    // take the host path.
-    if (!cpu::touches_complex(op) && !compiler::touches_narrow(op)) {
+    // Complex values have device kernels only for fft (cuFFT), narrow ones (int4,
+    // float8_e4m3fn, ...) for their constants and converts: their other ops take the host path.
+    const OpKernelContext context{module, dev, options, spmd, &step.nested};
+    if (cpu::touches_complex(op)) {
+      if (op.name == "stablehlo.fft") step.device = fft_kernel(op, dev.get());
+    } else if (compiler::touches_narrow(op)) {
+      step.device = narrow_kernel(op, context);
+    } else {
       if (spmd) step.device = spmd->device_kernel(op, host_compiler);
       if (!step.device) step.device = device_kernel(op, dev);
-      if (!step.device)
-        step.device = op_kernel(op, OpKernelContext{module, dev, options, spmd, &step.nested});
+      if (!step.device) step.device = op_kernel(op, context);
     }
     std::vector<const ir::Value*> uses(op.operands.begin(), op.operands.end());
     if (!step.device) {

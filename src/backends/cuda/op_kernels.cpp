@@ -16,7 +16,9 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/narrow.h"
 #include "backends/cuda/op_launch.h"
+#include "compiler/narrow_types.h"
 #include "compiler/sdpa_call.h"
 #include "cujax/runtime/checks.h"
 
@@ -763,7 +765,29 @@ DeviceKernel identity_kernel(const ir::Operation& op) {
   };
 }
 
+// A convert that keeps narrow values (compiler/narrow_types.h leaves only those).
+DeviceKernel narrow_convert_kernel(const ir::Operation& op, Device* d) {
+  if (op.operands.size() != 1 || op.num_results() != 1) return {};
+  const DType from = op.operands[0]->type.dtype;
+  const ir::Type rt = op.result(0)->type;
+  if (op.operands[0]->type.shape != rt.shape || !compiler::is_native_convert(from, rt.dtype))
+    return {};
+  return [d, from, rt](std::span<const DeviceArray> in) {
+    DeviceArray out = d->allocate(rt.dtype, rt.shape);
+    launch_narrow_convert(from, rt.dtype, in[0].data.get(), out.data.get(), out.size(),
+                          d->stream());
+    return one(std::move(out));
+  };
+}
+
 }  // namespace
+
+DeviceKernel narrow_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
+  if (!fits_rank(op)) return {};
+  if (op.name == "stablehlo.constant") return constant_kernel(op, ctx);
+  if (op.name == "stablehlo.convert") return narrow_convert_kernel(op, ctx.device.get());
+  return {};
+}
 
 DeviceKernel op_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
   if (!compiler::sdpa_target(op).empty()) return cudnn_sdpa_kernel(op, ctx.device);
@@ -815,6 +839,7 @@ bool tf32_allowed(const ir::Operation& op) {
 }
 
 bool is_check(const ir::Operation& op) {
+  if (op.name.starts_with("check.")) return true;  // the interpreter suite's check dialect
   if (op.name != "stablehlo.custom_call") return false;
   const ir::Attribute* target = op.attr("call_target_name");
   return target && runtime::check_kind_from_name(target->text).has_value();

@@ -24,6 +24,11 @@ struct OpKernelContext {
 // A device kernel for `op`, or an empty function when it has none for these types/attributes.
 DeviceKernel op_kernel(const ir::Operation& op, const OpKernelContext& ctx);
 
+// A device kernel for an op on narrow values (int4, float8_e4m3fn, ...) that
+// compiler::widen_narrow_types leaves: constants and the converts to and from wide types; an
+// empty function for any other (bitcast_convert, control flow: the host path).
+DeviceKernel narrow_kernel(const ir::Operation& op, const OpKernelContext& ctx);
+
 // Whether an f32 dot_general may use TensorFloat-32 (10-bit mantissa products, f32 sums), as
 // jax_default_matmul_precision decides: the op's precision_config when it says HIGH or HIGHEST
 // (HIGH allows TF32, HIGHEST does not), else CUJAX_DEFAULT_MATMUL_PRECISION ("default", "high",
@@ -32,8 +37,8 @@ DeviceKernel op_kernel(const ir::Operation& op, const OpKernelContext& ctx);
 // GPU would default to TF32 and be about 8x faster on f32 products.
 bool tf32_allowed(const ir::Operation& op);
 
-// A check.* custom call (the conformance suite's assertions): it reads its operands on the host
-// by design, so it is not a host fallback.
+// A check.* custom call or op (the conformance suites' assertions): it reads its operands on the
+// host by design, so it is not a host fallback.
 bool is_check(const ir::Operation& op);
 
 // What the host-fallback switch does for `op`, which has no device kernel: logs it (once per op
