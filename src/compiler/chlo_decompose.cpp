@@ -8,6 +8,7 @@
 #include <numbers>
 #include <unordered_map>
 
+#include "compiler/module_copy.h"
 #include "cujax/core/error.h"
 
 namespace cujax::compiler {
@@ -1043,22 +1044,10 @@ bool has_chlo(const ir::Module& module) {
 }
 
 std::unique_ptr<ir::Module> decompose_chlo(const ir::Module& module) {
-  auto out = std::make_unique<ir::Module>();
-  out->name = module.name;
-  out->attributes = module.attributes;
-  out->loc = module.loc;
-  out->aliases = module.aliases;
-  for (const auto& f : module.functions) {
-    ir::Function& nf = out->add_function(f->name);
-    nf.visibility = f->visibility;
-    nf.arg_attrs = f->arg_attrs;
-    nf.result_types = f->result_types;
-    nf.result_attrs = f->result_attrs;
-    nf.attributes = f->attributes;
-    nf.loc = f->loc;
-    nf.body.blocks.clear();
+  std::unique_ptr<ir::Module> out = copy_signatures(module);
+  for (size_t i = 0; i < module.functions.size(); ++i) {
     ValueMap map;
-    rewrite_region(f->body, nf.body, map);
+    rewrite_region(module.functions[i]->body, out->functions[i]->body, map);
   }
   return out;
 }

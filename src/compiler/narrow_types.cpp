@@ -4,6 +4,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "compiler/module_copy.h"
 #include "cujax/core/error.h"
 
 namespace cujax::compiler {
@@ -225,23 +226,11 @@ bool has_narrow(const ir::Module& module) {
 }
 
 std::unique_ptr<ir::Module> widen_narrow_types(const ir::Module& module) {
-  auto out = std::make_unique<ir::Module>();
-  out->name = module.name;
-  out->attributes = module.attributes;
-  out->loc = module.loc;
-  out->aliases = module.aliases;
+  std::unique_ptr<ir::Module> out = copy_signatures(module);
   Rewriter rw;
-  for (const auto& f : module.functions) {
-    ir::Function& nf = out->add_function(f->name);
-    nf.visibility = f->visibility;
-    nf.arg_attrs = f->arg_attrs;
-    nf.result_types = f->result_types;
-    nf.result_attrs = f->result_attrs;
-    nf.attributes = f->attributes;
-    nf.loc = f->loc;
-    nf.body.blocks.clear();
+  for (size_t i = 0; i < module.functions.size(); ++i) {
     ValueMap map;
-    rw.region(f->body, nf.body, map, false);
+    rw.region(module.functions[i]->body, out->functions[i]->body, map, false);
   }
   return out;
 }

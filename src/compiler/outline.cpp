@@ -1,5 +1,6 @@
 #include "compiler/outline.h"
 
+#include "compiler/module_copy.h"
 #include "cujax/core/error.h"
 
 namespace cujax::compiler {
@@ -23,15 +24,6 @@ void clone_region(const ir::Region& from, ir::Region& to, ValueMap& map) {
     }
     for (const auto& o : block->ops) clone_op(*o, map, nb);
   }
-}
-
-void copy_signature(const ir::Function& from, ir::Function& to) {
-  to.visibility = from.visibility;
-  to.arg_attrs = from.arg_attrs;
-  to.result_types = from.result_types;
-  to.result_attrs = from.result_attrs;
-  to.attributes = from.attributes;
-  to.loc = from.loc;
 }
 
 }  // namespace
@@ -75,22 +67,14 @@ ir::Function& outline_group(ir::Module& module, const std::string& name, const i
 
 std::unique_ptr<ir::Module> outline_plan(const ir::Module& module, const ir::Function& fn,
                                          const FusionPlan& plan) {
-  auto out = std::make_unique<ir::Module>();
-  out->name = module.name;
-  out->attributes = module.attributes;
-  out->loc = module.loc;
-  out->aliases = module.aliases;
+  std::unique_ptr<ir::Module> out = copy_signatures(module);
   ValueMap map;
-  for (const auto& f : module.functions) {
-    ir::Function& nf = out->add_function(f->name);
-    copy_signature(*f, nf);
-    if (f.get() == &fn) continue;
-    nf.body.blocks.clear();
-    clone_region(f->body, nf.body, map);
-  }
+  for (size_t i = 0; i < module.functions.size(); ++i)
+    if (module.functions[i].get() != &fn)
+      clone_region(module.functions[i]->body, out->functions[i]->body, map);
   ir::Function& main = *out->lookup(fn.name);
   const ir::Block& block = fn.entry();
-  ir::Block& body = main.entry();
+  ir::Block& body = main.body.add_block();
   for (const auto& a : block.arguments) map[a.get()] = body.add_argument(a->type);
   for (const FusionPlan::Item& item : plan.schedule) {
     if (item.group < 0) {
