@@ -36,8 +36,12 @@
 #                                            (OpenBLAS, zstd, OpenMPI, httplib; not CUDA's, and
 #                                            NVRTC comes from the toolkit or NVIDIA's pip
 #                                            packages there) in DIR/lib, to carry to a GPU
-#                                            machine without those packages; then run
-#                                            scripts/gpu-check.sh DIR there.
+#                                            machine without those packages, and into
+#                                            DIR.tar.xz (xz -9: the three binaries share most
+#                                            of their code, so about a tenth of the folder's
+#                                            size, under the device tool's 64 MiB carry limit);
+#                                            then run scripts/gpu-check.sh DIR (or DIR.tar.xz,
+#                                            which it unpacks beside itself) there.
 set -uo pipefail
 # $OUT as given by the caller, before changing to the repository root.
 [ -n "${OUT:-}" ] && mkdir -p "$OUT/gpu-check" && OUT="$(cd "$OUT" && pwd)"
@@ -49,7 +53,8 @@ if [ "${1:-}" = "--pack" ]; then
   ldd "$out"/cujax "$out"/cuda_test "$out"/cuda_bench | awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*|libpthread|libdl|librt|libcublas|libcublasLt)\.so' |
     while read -r lib; do cp -L "$lib" "$out/lib/"; done
-  du -sh "$out" "$out/lib"
+  XZ_OPT="-9 -T2" tar -C "$out" -cJf "$out.tar.xz" . || exit 1
+  du -sh "$out" "$out/lib" "$out.tar.xz"
   exit 0
 fi
 dry_run=0
@@ -58,6 +63,14 @@ if [ "${1:-}" = "--dry-run" ]; then
   shift
 fi
 build="${1:-build}"
+if [[ "$build" == *.tar.xz ]]; then  # a packed folder, carried as one archive
+  dir="${build%.tar.xz}"
+  mkdir -p "$dir"
+  tar -C "$dir" -xJf "$build" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$build" "$dir" ||
+    { echo "gpu-check: cannot unpack $build" >&2; exit 1; }
+  build="$dir"
+fi
 export CUJAX_HOST_FALLBACK=error
 # A packed folder's libraries, and NVIDIA's pip packages (NCCL, cuBLAS, cuDNN) where the
 # toolkit has none of its own.
