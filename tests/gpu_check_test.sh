@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What CI can check of scripts/gpu-check.sh without a GPU or JAX: the Python it runs compiles,
-# --dry-run prints every stage with its limit and the table's layout (running nothing), and the
-# table reads figures from stage logs into the right cells and ratios.
+# --dry-run prints every stage with its limit and the table's layout (running nothing), a packed
+# archive is unpacked and used, and the table reads figures from stage logs into the right cells
+# and ratios.
 # Usage: gpu_check_test.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
 src="$1"
@@ -24,6 +25,15 @@ grep -q "^cujax-restores-orbax (ocdbt) .*not run" "$work/dry" || fail "no intero
 grep -q "^=== doctor" "$work/dry" && grep -q "(limit 30s) $build/cujax doctor" "$work/dry" ||
   fail "--dry-run does not print the doctor stage's command"
 [ -z "$(grep -l 'steady-state' "$work/dry")" ] || fail "--dry-run ran a stage"
+
+# A packed folder carried as one archive (--pack's DIR.tar.xz) is unpacked beside itself and used.
+mkdir "$work/packed" && echo binary >"$work/packed/cujax"
+tar -C "$work/packed" -cJf "$work/gpu-bin.tar.xz" . || fail "cannot make an archive to unpack"
+scripts/gpu-check.sh --dry-run "$work/gpu-bin.tar.xz" >"$work/dry-archive" 2>&1 ||
+  fail "--dry-run with an archive: exit status $?"
+[ "$(cat "$work/gpu-bin/cujax" 2>/dev/null)" = binary ] || fail "the archive was not unpacked"
+grep -q "(limit 30s) $work/gpu-bin/cujax doctor" "$work/dry-archive" ||
+  fail "--dry-run with an archive does not run the unpacked folder's cujax"
 
 # The table from made-up logs: one cell and one ratio of each kind.
 log="$work/log"
