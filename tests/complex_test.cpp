@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/complex_math.h"
 #include "cujax/core/dtype.h"
 #include "cujax/core/error.h"
 #include "cujax/core/host_tensor.h"
@@ -192,6 +193,75 @@ func.func @main(%a: tensor<3xcomplex<f32>>, %b: tensor<3xcomplex<f32>>)
     EXPECT_EQ(out[7].to_vector<C128>()[i], C128(a[i]));
     EXPECT_EQ(out[8].to_vector<float>()[i], a[i].real());
   }
+}
+
+// The cuda backend's complex formulas (backends/common/complex_math.h, run here on the host)
+// against the CPU backend over a wide range of magnitudes: complex64 products and magnitudes
+// bit for bit and quotients within an ULP of |q| (both compute in double); complex128 products
+// within 2 ULPs per part, quotients within 4 ULPs of |q| and magnitudes within an ULP of the
+// CPU's long double results.
+template <class R>
+void check_device_complex_math(std::mt19937& rng) {
+  using C = std::complex<R>;
+  const int n = 20000;
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::uniform_int_distribution<int> e(-20, 20);
+  auto draw = [&]() {
+    R re = static_cast<R>(std::ldexp(u(rng), e(rng))),
+      im = static_cast<R>(std::ldexp(u(rng), e(rng)));
+    if (rng() % 17 == 0) re = 0;
+    if (rng() % 19 == 0) im = 0;
+    return C(re, im);
+  };
+  std::vector<C> a(n), b(n);
+  for (int i = 0; i < n; ++i) a[i] = draw(), b[i] = draw();
+  b[0] = C(0, 0);  // a zero divisor (draw() makes a few more): infinities
+  const std::string c = std::string("tensor<") + std::to_string(n) + "xcomplex<" +
+                        (sizeof(R) == 4 ? "f32" : "f64") + ">>";
+  const std::string r =
+      std::string("tensor<") + std::to_string(n) + "x" + (sizeof(R) == 4 ? "f32" : "f64") + ">";
+  const std::string text = "func.func @main(%a: " + c + ", %b: " + c + ") -> (" + c + ", " + c +
+                           ", " + r + ") {\n  %0 = stablehlo.multiply %a, %b : " + c +
+                           "\n  %1 = stablehlo.divide %a, %b : " + c +
+                           "\n  %2 = stablehlo.abs %a : (" + c + ") -> " + r +
+                           "\n  return %0, %1, %2 : " + c + ", " + c + ", " + r + "\n}\n";
+  auto out = run(text, {tensor_of(a, {n}), tensor_of(b, {n})});
+  const auto prod = out[0].template to_vector<C>(), quot = out[1].template to_vector<C>();
+  const auto mag = out[2].template to_vector<R>();
+  const R eps = std::numeric_limits<R>::epsilon();
+  int bad = 0;
+  for (int i = 0; i < n && bad < 5; ++i) {
+    const cplx::Parts x{a[i].real(), a[i].imag()}, y{b[i].real(), b[i].imag()};
+    const cplx::Parts p = cplx::multiply(x, y), q = cplx::divide(x, y);
+    const R pr = static_cast<R>(p.re), pi = static_cast<R>(p.im);
+    const R qr = static_cast<R>(q.re), qi = static_cast<R>(q.im);
+    const R m = static_cast<R>(cplx::magnitude(x));
+    const double qscale = std::abs(quot[i]) * eps;
+    const R tol = sizeof(R) == 4 ? 1 : 4;  // quotients, in ULPs of |q|
+    bool ok = b[i] == C(0, 0) ? std::isinf(qr) == std::isinf(quot[i].real()) &&
+                                    std::isinf(qi) == std::isinf(quot[i].imag())
+                              : std::fabs(qr - quot[i].real()) <= tol * qscale &&
+                                    std::fabs(qi - quot[i].imag()) <= tol * qscale;
+    if (sizeof(R) == 4)  // bit for bit, signs of zeros included
+      ok = ok && std::signbit(pr) == std::signbit(prod[i].real()) &&
+           std::signbit(pi) == std::signbit(prod[i].imag()) && pr == prod[i].real() &&
+           pi == prod[i].imag() && m == mag[i];
+    else
+      ok = ok && ulps(pr, prod[i].real()) <= 2 && ulps(pi, prod[i].imag()) <= 2 &&
+           ulps(m, mag[i]) <= 1;
+    if (!ok) {
+      ++bad;
+      ADD_FAILURE() << "a = " << a[i] << ", b = " << b[i] << ": device formulas give (" << pr << ","
+                    << pi << "), (" << qr << "," << qi << "), " << m << "; the CPU " << prod[i]
+                    << ", " << quot[i] << ", " << mag[i];
+    }
+  }
+}
+
+TEST(ComplexDeviceMath, MatchesTheCpuBackend) {
+  std::mt19937 rng(11);
+  check_device_complex_math<float>(rng);
+  check_device_complex_math<double>(rng);
 }
 
 // maximum/minimum order by (real, imaginary); cbrt is the principal cube root; atan2(y, x) is

@@ -16,6 +16,7 @@
 #include "backends/cpu/complex_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cuda/codegen/fused.h"
+#include "backends/cuda/complex.h"
 #include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_attention.h"
@@ -138,6 +139,14 @@ const std::map<std::string, BinaryOp>& binary_ops() {
       {"stablehlo.shift_right_arithmetic", BinaryOp::ShiftRightArithmetic},
   };
   return m;
+}
+
+// Ops whose device kernels move elements without reading them (by their size in bytes), so
+// that they take complex values as they take any other.
+bool moves_elements(const std::string& name) {
+  return name == "stablehlo.reshape" || name == "stablehlo.transpose" ||
+         name == "stablehlo.broadcast_in_dim" || name == "stablehlo.slice" ||
+         name == "stablehlo.concatenate" || name == "stablehlo.pad" || name == "stablehlo.select";
 }
 
 // A device kernel for `op`, or an empty function when the op runs on the host.
@@ -460,11 +469,21 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     const compiler::OpCost cost = compiler::op_cost(op);
     step.flops = cost.flops + cost.transcendentals;
     step.bytes = cost.bytes;
-    // Complex values have device kernels only for fft (cuFFT), narrow ones (int4,
-    // float8_e4m3fn, ...) for their constants and converts: their other ops take the host path.
+    // Complex values have device kernels for fft (cuFFT), the arithmetic of complex.h and the
+    // ops that only move elements; narrow ones (int4, float8_e4m3fn, ...) for their constants
+    // and converts. Their other ops take the host path.
     const OpKernelContext context{module, dev, options, spmd, &step.nested};
     if (cpu::touches_complex(op)) {
-      if (op.name == "stablehlo.fft") step.device = fft_kernel(op, dev.get());
+      if (op.name == "stablehlo.fft")
+        step.device = fft_kernel(op, dev.get());
+      else if (op.name == "stablehlo.constant" || op.name == "func.call" ||
+               op.name == "stablehlo.while" || op.name == "stablehlo.case" ||
+               op.name == "stablehlo.optimization_barrier")
+        step.device = op_kernel(op, context);  // what they carry, they do not read
+      else if (moves_elements(op.name))
+        step.device = device_kernel(op, dev);
+      else
+        step.device = complex_kernel(op, dev.get());
     } else if (compiler::touches_narrow(op)) {
       step.device = narrow_kernel(op, context);
     } else {

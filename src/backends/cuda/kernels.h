@@ -69,7 +69,7 @@ void launch_select(size_t element_bytes, const bool* pred, bool pred_scalar, con
                    const void* on_false, void* out, int64_t n, cudaStream_t s);
 void launch_convert(DType from, DType to, const void* in, void* out, int64_t n, cudaStream_t s);
 
-// The box copy of backends/common/index.h, for elements of 1, 2, 4 or 8 bytes.
+// The box copy of backends/common/index.h, for elements of 1, 2, 4, 8 or 16 bytes.
 void launch_strided_copy(size_t element_bytes, const index::StridedCopy& c, const void* src,
                          void* dst, cudaStream_t s);
 // dst[i] = *value (a device pointer to one element), i < n.

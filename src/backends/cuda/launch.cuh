@@ -41,8 +41,16 @@ template <>
 struct bits_of<8> {
   using type = uint64_t;
 };
+// complex128
+struct alignas(16) Bytes16 {
+  uint64_t lo, hi;
+};
+template <>
+struct bits_of<16> {
+  using type = Bytes16;
+};
 
-// Calls f(std::integral_constant<int, B>) for element sizes 1, 2, 4, 8.
+// Calls f(std::integral_constant<int, B>) for element sizes 1, 2, 4, 8, 16.
 template <class F>
 void visit_element_bytes(size_t bytes, F&& f) {
   switch (bytes) {
@@ -52,6 +60,8 @@ void visit_element_bytes(size_t bytes, F&& f) {
       return f(std::integral_constant<int, 2>{});
     case 4:
       return f(std::integral_constant<int, 4>{});
+    case 16:
+      return f(std::integral_constant<int, 16>{});
     default:
       return f(std::integral_constant<int, 8>{});
   }

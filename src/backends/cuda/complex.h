@@ -1,0 +1,31 @@
+// Complex values (complex64, complex128) on the device: the element-wise arithmetic, parts and
+// conversions of complex.cu, chosen once per op; fft is fft.h's, and the ops that only move
+// elements (reshape, transpose, slices, ...) use the byte-moving kernels every type shares.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/program.h"
+#include "cujax/ir/ir.h"
+
+namespace cujax::cuda {
+
+// A kernel for an element-wise op on complex values (add, subtract, multiply, divide, negate,
+// real, imag, complex, abs, compare EQ/NE, convert between f32/f64 and complex types), or an
+// empty function where the host path must take it (the transcendental functions, power, ...).
+DeviceKernel complex_kernel(const ir::Operation& op, Device* device);
+
+enum class ComplexOp { Add, Subtract, Multiply, Divide, Negate, Real, Imag, Abs, Make, Eq, Ne };
+
+// Launchers (complex.cu). `t` is the complex type; Real, Imag and Abs write its part type, Make
+// reads two arrays of it, Eq and Ne write bools; Negate, Real, Imag and Abs read `a` only.
+void launch_complex(ComplexOp op, DType t, const void* a, const void* b, void* out, int64_t n,
+                    cudaStream_t s);
+// Between f32/f64 and complex64/complex128 (a real value becomes the real part; a complex one
+// gives its real part), and between the two complex types.
+void launch_complex_convert(DType from, DType to, const void* in, void* out, int64_t n,
+                            cudaStream_t s);
+
+}  // namespace cujax::cuda
