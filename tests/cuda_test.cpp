@@ -682,8 +682,8 @@ TEST_F(CudaVsCpu, FftEveryKindThroughCufft) {
   }
 }
 
-// Complex arithmetic and data movement on the device (complex.cu, and the byte-moving kernels
-// with 8- and 16-byte elements) against the CPU backend: the formulas are
+// Complex arithmetic, a sum and data movement on the device (complex.cu, and the byte-moving
+// kernels with 8- and 16-byte elements) against the CPU backend: the formulas are
 // backends/common/complex_math.h's, which complex_test checks against the CPU's on the host.
 TEST_F(CudaVsCpu, ComplexArithmeticAndDataMovement) {
   for (DType t : {DType::F32, DType::F64}) {
@@ -710,11 +710,20 @@ TEST_F(CudaVsCpu, ComplexArithmeticAndDataMovement) {
         "  %re = stablehlo.real %sel : (" + c34 + ") -> " + r34 + "\n" +
         "  %im = stablehlo.imag %sel : (" + c34 + ") -> " + r34 + "\n" +
         "  %ab = stablehlo.abs %p : (" + c34 + ") -> " + r34 + "\n" +
-        "  %o = stablehlo.concatenate %re, %im, %ab, dim = 0 : (" + r34 + ", " + r34 + ", " + r34 +
-        ") -> " + ty("9x4", r) + "\n" + "  return %o : " + ty("9x4", r);
+        "  %zero = stablehlo.constant dense<(0.0, 0.0)> : tensor<" + c + ">\n" +
+        "  %sum = stablehlo.reduce(%q init: %zero) applies stablehlo.add across dimensions = [0] "
+        ": (" +
+        c34 + ", tensor<" + c + ">) -> " + ty("4", c) + "\n" + "  %sr = stablehlo.real %sum : (" +
+        ty("4", c) + ") -> " + ty("4", r) + "\n" + "  %si = stablehlo.imag %sum : (" + ty("4", c) +
+        ") -> " + ty("4", r) + "\n" + "  %sr2 = stablehlo.reshape %sr : (" + ty("4", r) + ") -> " +
+        ty("1x4", r) + "\n" + "  %si2 = stablehlo.reshape %si : (" + ty("4", r) + ") -> " +
+        ty("1x4", r) + "\n" +
+        "  %o = stablehlo.concatenate %re, %im, %ab, %sr2, %si2, dim = 0 : (" + r34 + ", " + r34 +
+        ", " + r34 + ", " + ty("1x4", r) + ", " + ty("1x4", r) + ") -> " + ty("11x4", r) + "\n" +
+        "  return %o : " + ty("11x4", r);
     check({finite_tensor(t, {3, 4}, rng), finite_tensor(t, {3, 4}, rng),
            finite_tensor(t, {3, 4}, rng)},
-          body, {9, 4}, t, t == DType::F64 ? 1e-14 : 3e-7, t == DType::F64 ? 1e-13 : 1e-6);
+          body, {11, 4}, t, t == DType::F64 ? 1e-14 : 3e-7, t == DType::F64 ? 1e-13 : 1e-6);
   }
 }
 

@@ -1,8 +1,14 @@
 #include "backends/cuda/complex.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "backends/common/index.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels.h"
 
 namespace cujax::cuda {
 
@@ -17,9 +23,42 @@ DeviceKernel launch_as(ComplexOp c, DType t, const ir::Type& rt, Device* d) {
   };
 }
 
+// reduce(input, init) over `dimensions` by add: the parts are the last axis of a real array,
+// summed by the real reduce kernel from zero, then the init value is added.
+DeviceKernel complex_sum_kernel(const ir::Operation& op, Device* d) {
+  if (op.operands.size() != 2 || op.num_results() != 1 || op.regions.size() != 1) return {};
+  const ir::Type& in = op.operands[0]->type;
+  const ir::Type rt = op.result(0)->type;
+  if (!is_complex(in.dtype) || op.operands[1]->type != ir::Type::tensor({}, in.dtype) ||
+      rt.dtype != in.dtype || in.rank() + 1 > index::kMaxRank ||
+      cpu::simple_binary_region(*op.regions[0]) != "stablehlo.add")
+    return {};
+  Shape parts = in.shape;
+  parts.push_back(2);
+  std::vector<char> reduced(parts.size(), 0);
+  for (int64_t dim : op.ints("dimensions")) {
+    if (dim < 0 || dim >= in.rank()) return {};
+    reduced[dim] = 1;
+  }
+  const DType part = complex_component(in.dtype);
+  return [d, rt, parts, reduced, part](std::span<const DeviceArray> args) {
+    DeviceArray out = d->allocate(rt.dtype, rt.shape);
+    std::shared_ptr<void> zero = d->allocate(size_of(part));
+    CUJAX_CUDA_CHECK(cudaMemsetAsync(zero.get(), 0, size_of(part), d->stream()));
+    bool flags[index::kMaxRank] = {};
+    for (size_t i = 0; i < reduced.size(); ++i) flags[i] = reduced[i] != 0;
+    launch_reduce(ReduceOp::Add, part, args[0].data.get(), zero.get(), out.data.get(), parts.data(),
+                  flags, static_cast<int>(parts.size()), d->stream());
+    launch_complex(ComplexOp::AddScalar, rt.dtype, out.data.get(), args[1].data.get(),
+                   out.data.get(), out.size(), d->stream());
+    return std::vector<DeviceArray>{out};
+  };
+}
+
 }  // namespace
 
 DeviceKernel complex_kernel(const ir::Operation& op, Device* d) {
+  if (op.name == "stablehlo.reduce") return complex_sum_kernel(op, d);
   if (op.num_results() != 1 || op.operands.empty()) return {};
   const ir::Type rt = op.result(0)->type;
   const ir::Type& a = op.operands[0]->type;

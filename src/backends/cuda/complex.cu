@@ -35,6 +35,9 @@ __global__ void complex_kernel(ComplexOp op, const Stored<R>* a, const Stored<R>
       case ComplexOp::Add:
         c[i] = {x.re + b[i].re, x.im + b[i].im};
         break;
+      case ComplexOp::AddScalar:
+        c[i] = {x.re + b[0].re, x.im + b[0].im};
+        break;
       case ComplexOp::Subtract:
         c[i] = {x.re - b[i].re, x.im - b[i].im};
         break;

@@ -13,11 +13,26 @@
 namespace cujax::cuda {
 
 // A kernel for an element-wise op on complex values (add, subtract, multiply, divide, negate,
-// real, imag, complex, abs, compare EQ/NE, convert between f32/f64 and complex types), or an
-// empty function where the host path must take it (the transcendental functions, power, ...).
+// real, imag, complex, abs, compare EQ/NE, convert between f32/f64 and complex types) or a
+// reduce whose body is one add (a sum: the real and imaginary parts summed apart by the real
+// reduce kernel, from zero, then the init value added), or an empty function where the host
+// path must take it (the transcendental functions, power, other reductions, ...).
 DeviceKernel complex_kernel(const ir::Operation& op, Device* device);
 
-enum class ComplexOp { Add, Subtract, Multiply, Divide, Negate, Real, Imag, Abs, Make, Eq, Ne };
+enum class ComplexOp {
+  Add,
+  AddScalar,  // out[i] = a[i] + b[0]
+  Subtract,
+  Multiply,
+  Divide,
+  Negate,
+  Real,
+  Imag,
+  Abs,
+  Make,
+  Eq,
+  Ne
+};
 
 // Launchers (complex.cu). `t` is the complex type; Real, Imag and Abs write its part type, Make
 // reads two arrays of it, Eq and Ne write bools; Negate, Real, Imag and Abs read `a` only.
