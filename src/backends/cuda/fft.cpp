@@ -154,11 +154,12 @@ DeviceKernel fft_kernel(const ir::Operation& op, Device* d) {
     const Fft& f = api();
     const cufftHandle plan = plan_for(f, d->ordinal(), s);
     CUJAX_FFT_CHECK(f.set_stream(plan, d->stream()));
-    // Double-precision operands: a widened copy for complex64/float32, and a copy for IRFFT,
-    // whose transform overwrites its input.
+    // Double-precision operands: a widened copy for complex64/float32, and for complex128/
+    // float64 the operand itself only where this step holds its only reference, since cuFFT
+    // may overwrite the input of an out-of-place transform (it always does for IRFFT).
     std::shared_ptr<void> src_copy, dst_copy;
     void* src = const_cast<void*>(in[0].data.get());
-    if (single || s.kind == Kind::InverseReal) {
+    if (single || in[0].data.use_count() > 1) {
       src_copy = d->allocate(static_cast<size_t>(in_scalars) * sizeof(double));
       launch_scale_convert(!single, src, true, src_copy.get(), in_scalars, 1.0, d->stream());
       src = src_copy.get();
