@@ -117,6 +117,11 @@ struct IntFormat {
   bool is_signed;
 };
 
+// The format of a narrow integer dtype (host code: where a kernel is chosen).
+inline IntFormat int_format(DType t) {
+  return {bit_width(t), is_signed_int(t)};
+}
+
 // The value of a stored element (its low `width` bits, sign-extended when signed).
 CUJAX_HD inline int64_t to_int64(IntFormat f, uint8_t stored) {
   const uint64_t bits = stored & ((1u << f.width) - 1);

@@ -44,27 +44,19 @@ uint8_t narrow_float_from_double(DType t, double v) {
   return narrow::encode(narrow_float_format(t), v);
 }
 
-namespace {
-
-narrow::IntFormat int_format(DType t) {
-  return {bit_width(t), is_signed_int(t)};
-}
-
-}  // namespace
-
 int64_t narrow_int_min(DType t) {
-  return narrow::min_of(int_format(t));
+  return narrow::min_of(narrow::int_format(t));
 }
 int64_t narrow_int_max(DType t) {
-  return narrow::max_of(int_format(t));
+  return narrow::max_of(narrow::int_format(t));
 }
 
 int64_t narrow_int_to_int64(DType t, uint8_t stored) {
-  return narrow::to_int64(int_format(t), stored);
+  return narrow::to_int64(narrow::int_format(t), stored);
 }
 
 uint8_t narrow_int_from_int64(DType t, int64_t v) {
-  return narrow::from_int64(int_format(t), v);
+  return narrow::from_int64(narrow::int_format(t), v);
 }
 
 }  // namespace cujax

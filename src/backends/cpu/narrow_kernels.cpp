@@ -2,7 +2,6 @@
 // after compiler::widen_narrow_types: convert between a narrow type and f32/f64 or another
 // integer type, and bitcast_convert. register_narrow_kernels wraps the factories registered
 // before it, as the complex kernels do; every other op computes on wide types by then.
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -63,7 +62,7 @@ void convert_elements(const HostTensor& in, HostTensor& out) {
   }
   if (is_narrow_int(d) && is_float(s)) {
     // Truncated toward zero and saturated to the type's range, NaN to 0, as XLA converts.
-    const narrow::IntFormat fmt{bit_width(d), is_signed_int(d)};
+    const narrow::IntFormat fmt = narrow::int_format(d);
     if (s == DType::F32) {
       const float* f = in.data_as<float>();
       each([&](int64_t i) { o8[i] = narrow::from_float(fmt, f[i]); });

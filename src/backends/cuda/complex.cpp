@@ -1,5 +1,6 @@
 #include "backends/cuda/complex.h"
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,20 +36,18 @@ DeviceKernel complex_sum_kernel(const ir::Operation& op, Device* d) {
     return {};
   Shape parts = in.shape;
   parts.push_back(2);
-  std::vector<char> reduced(parts.size(), 0);
+  std::array<bool, index::kMaxRank> reduced{};
   for (int64_t dim : op.ints("dimensions")) {
     if (dim < 0 || dim >= in.rank()) return {};
-    reduced[dim] = 1;
+    reduced[dim] = true;
   }
   const DType part = complex_component(in.dtype);
   return [d, rt, parts, reduced, part](std::span<const DeviceArray> args) {
     DeviceArray out = d->allocate(rt.dtype, rt.shape);
     std::shared_ptr<void> zero = d->allocate(size_of(part));
     CUJAX_CUDA_CHECK(cudaMemsetAsync(zero.get(), 0, size_of(part), d->stream()));
-    bool flags[index::kMaxRank] = {};
-    for (size_t i = 0; i < reduced.size(); ++i) flags[i] = reduced[i] != 0;
     launch_reduce(ReduceOp::Add, part, args[0].data.get(), zero.get(), out.data.get(), parts.data(),
-                  flags, static_cast<int>(parts.size()), d->stream());
+                  reduced.data(), static_cast<int>(parts.size()), d->stream());
     launch_complex(ComplexOp::AddScalar, rt.dtype, out.data.get(), args[1].data.get(),
                    out.data.get(), out.size(), d->stream());
     return std::vector<DeviceArray>{out};

@@ -146,7 +146,7 @@ DeviceKernel fft_kernel(const ir::Operation& op, Device* d) {
   const bool single = complex_type == DType::C64;
   const bool inverse = s.kind == Kind::Inverse || s.kind == Kind::InverseReal;
   const double scale = inverse ? 1.0 / count : 1.0;
-  return [d, s, a, r, single, complex_in, complex_out, scale](std::span<const DeviceArray> in) {
+  return [d, s, r, single, complex_in, complex_out, scale](std::span<const DeviceArray> in) {
     DeviceArray out = d->allocate(r.dtype, r.shape);
     const int64_t in_scalars = in[0].size() * (complex_in ? 2 : 1);
     const int64_t out_scalars = out.size() * (complex_out ? 2 : 1);

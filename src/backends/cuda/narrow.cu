@@ -58,10 +58,6 @@ struct WideToInt {
   }
 };
 
-narrow::IntFormat int_format(DType t) {
-  return {bit_width(t), is_signed_int(t)};
-}
-
 // Calls f(tag) for an integer or i1 type (the wide side of a narrow integer's convert).
 template <class F>
 void visit_integer(DType t, F&& f) {
@@ -91,19 +87,20 @@ void launch_narrow_convert(DType from, DType to, const void* in, void* out, int6
     return launch_map<uint8_t, double>(in, out, n, FromFloat<double>{f}, s);
   }
   if (from == DType::F32)
-    return launch_map<uint8_t, float>(in, out, n, FloatToInt<float>{int_format(to)}, s);
+    return launch_map<uint8_t, float>(in, out, n, FloatToInt<float>{narrow::int_format(to)}, s);
   if (from == DType::F64)
-    return launch_map<uint8_t, double>(in, out, n, FloatToInt<double>{int_format(to)}, s);
+    return launch_map<uint8_t, double>(in, out, n, FloatToInt<double>{narrow::int_format(to)}, s);
   if (is_narrow_int(from) && is_narrow_int(to))
-    return launch_map<uint8_t, uint8_t>(in, out, n, IntToInt{int_format(from), int_format(to)}, s);
+    return launch_map<uint8_t, uint8_t>(
+        in, out, n, IntToInt{narrow::int_format(from), narrow::int_format(to)}, s);
   if (is_narrow_int(from))
     return visit_integer(to, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      launch_map<T, uint8_t>(in, out, n, IntToWide<T>{int_format(from)}, s);
+      launch_map<T, uint8_t>(in, out, n, IntToWide<T>{narrow::int_format(from)}, s);
     });
   visit_integer(from, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_map<uint8_t, T>(in, out, n, WideToInt<T>{int_format(to)}, s);
+    launch_map<uint8_t, T>(in, out, n, WideToInt<T>{narrow::int_format(to)}, s);
   });
 }
 
