@@ -17,6 +17,7 @@ packages=(
   libkissfft-dev    # the CPU backend's stablehlo.fft (header-only kissfft.hh, BSD-3-Clause)
   libcpp-httplib-dev  # `cujax serve` (header-only httplib.h)
   wrk               # the load test of `cujax serve` (tests/cli_serve_load_test.sh)
+  xz-utils          # gpu-check.sh --pack's archive, and its test (tests/gpu_check_test.sh)
   clang libclang-rt-dev clang-format
   fortunes          # the default training corpus (/usr/share/games/fortunes)
   python3-zarr      # a test reads cujax checkpoints with Python's zarr
