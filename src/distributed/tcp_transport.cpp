@@ -34,6 +34,8 @@ constexpr uint64_t kHeartbeat = ~uint64_t{0} - 1;  // either way: still alive
 // the sentence saying how.
 constexpr uint64_t kDeparted = ~uint64_t{0} - 2;
 constexpr size_t kMaxIdentity = 300;
+// How long a failed send waits for the broken connection's reader to say why it broke.
+constexpr std::chrono::seconds kBrokenConnectionGrace{2};
 
 // A frame: source process, destination process, tag, payload length, payload.
 struct Header {
@@ -332,8 +334,13 @@ class TcpTransport final : public runtime::Transport {
     const int fd = peers_[via];
     std::lock_guard<std::mutex> lock(send_mu_[via]);
     if (fd < 0 || !write_all(fd, &h, sizeof h) || !write_all(fd, data, h.size)) {
-      std::lock_guard<std::mutex> state(mu_);
+      // The connection broke: its reader learns how (closed, cut off, a goodbye) a moment
+      // later, so wait for that rather than report a bare send failure.
+      std::unique_lock<std::mutex> state(mu_);
+      cv_.wait_for(state, kBrokenConnectionGrace,
+                   [&] { return stopping_ || !failure_.empty() || !gone_[via].empty(); });
       if (!failure_.empty()) throw RuntimeError("TCP collective: " + failure_);
+      if (!gone_[via].empty()) throw RuntimeError("TCP collective: " + gone_[via]);
       throw RuntimeError("TCP collective: cannot send to " + name(h.dst));
     }
   }
@@ -408,6 +415,8 @@ class TcpTransport final : public runtime::Transport {
         why = name(p) + " exited or crashed (its connection closed without a goodbye)";
       }
     }
+    // A send blocked on a peer that no longer reads would wait forever: end it too.
+    if (failed) ::shutdown(fd, SHUT_RDWR);
     depart(p, why, failed);
   }
 
