@@ -174,6 +174,45 @@ TEST(CudaNoGpu, NarrowTypeProgramsKeepOnlyBitcastsAndControlFlowOnTheHost) {
   EXPECT_GT(entirely_on_device, files / 2);
 }
 
+// Quantized types become integer and float arithmetic before the backend sees them
+// (compiler/quantized.h): quantize, dequantize and an op on quantized values, per tensor and per
+// axis, run entirely on the device, and so do the interpreter suite's quantized programs, but for
+// their check ops.
+TEST(CudaNoGpu, QuantizedProgramsRunOnTheDevice) {
+  const std::string q = "tensor<4x3x!quant.uniform<i8:f32:1, {0.5:0, 0.1:-30, 2.0:7}>>";
+  const std::string p = "tensor<4x3x!quant.uniform<u8<1:250>:f32, 0.25:128>>";
+  const auto module = ir::parse_module(
+      "func.func @main(%x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xui8>) {\n"
+      "  %0 = stablehlo.uniform_quantize %x : (tensor<4x3xf32>) -> " +
+      q +
+      "\n"
+      "  %1 = stablehlo.multiply %0, %0 : (" +
+      q + ", " + q + ") -> " + p +
+      "\n"
+      "  %2 = stablehlo.uniform_dequantize %0 : (" +
+      q +
+      ") -> tensor<4x3xf32>\n"
+      "  %3 = stablehlo.bitcast_convert %1 : (" +
+      p +
+      ") -> tensor<4x3xui8>\n"
+      "  return %2, %3 : tensor<4x3xf32>, tensor<4x3xui8>\n}");
+  std::vector<cuda::HostFallbackOp> f = fallbacks_of(*module);
+  for (const auto& op : f) ADD_FAILURE() << op.op << " at " << op.where << " runs on the host";
+  const fs::path dir = fs::path(shared_dir()) / "conformance" / "stablehlo-interpret";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no conformance data at " << dir;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with("quantized_ops")) continue;
+    ++files;
+    ASSERT_NO_THROW(f = fallbacks_of(*ir::parse_module(read_file(e.path()))))
+        << e.path().filename();
+    for (const auto& op : f)
+      EXPECT_TRUE(op.op.starts_with("check."))
+          << e.path().filename() << ": " << op.op << " at " << op.where << " runs on the host";
+  }
+  EXPECT_GE(files, 4);
+}
+
 class CudaNoGpuModel : public ::testing::Test {
  protected:
   nnx::Rngs rngs{0};

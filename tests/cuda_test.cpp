@@ -776,6 +776,31 @@ TEST_F(CudaVsCpu, NarrowConvertsMatchTheCpuBitForBit) {
         {n}, DType::I32);
 }
 
+// Quantized programs (lowered to integer and float ops by compiler/quantized.h) give the CPU's
+// stored integers bit for bit: quantize per tensor and per axis, an op on quantized values, and
+// dequantize.
+TEST_F(CudaVsCpu, QuantizedProgramsMatchTheCpuBitForBit) {
+  const std::string f = type_str({512, 4}, DType::F32), i8 = type_str({512, 4}, DType::I8);
+  const std::string q =
+      "tensor<512x4x!quant.uniform<i8:f32:1, {0.5:0, 0.01:-30, 0.03:12, 2.0:100}>>";
+  const std::string p = "tensor<512x4x!quant.uniform<i8<-100:90>:f32, 0.05:3>>";
+  std::uniform_real_distribution<float> u(-8.0f, 8.0f);  // past both ends of every range
+  std::vector<float> values(512 * 4);
+  for (float& v : values) v = u(rng);
+  const HostTensor x = HostTensor::from_vector(values, {512, 4});
+  check({x},
+        "  %0 = stablehlo.uniform_quantize %a0 : (" + f + ") -> " + q +
+            "\n  %1 = stablehlo.add %0, %0 : (" + q + ", " + q + ") -> " + p +
+            "\n  %2 = stablehlo.bitcast_convert %1 : (" + p + ") -> " + i8 +
+            "\n  return %2 : " + i8,
+        {512, 4}, DType::I8, 0, 0);
+  check({x},
+        "  %0 = stablehlo.uniform_quantize %a0 : (" + f + ") -> " + q +
+            "\n  %1 = stablehlo.uniform_dequantize %0 : (" + q + ") -> " + f +
+            "\n  return %1 : " + f,
+        {512, 4}, DType::F32, 0, 0);
+}
+
 // compile_spmd on cuda runs collectives over NCCL, one rank per GPU; the same program on as many
 // virtual cpu devices is the reference. With one GPU every group has one member: this checks
 // the NCCL calls, communicators and device ids, not the rank-block layouts (copy_plan_test

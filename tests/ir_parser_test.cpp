@@ -868,9 +868,8 @@ TEST(ParserErrors, UnknownType) {
   EXPECT_NE(std::string(parse_error(wrap("", "%arg0: tensor<?xf32>")).what()).find("dynamic"),
             std::string::npos);
   const std::string q =
-      parse_error(wrap("", "%arg0: tensor<2x!quant.uniform<i8:f32, 0.1:-30>>")).what();
-  EXPECT_NE(q.find("quantized element types"), std::string::npos) << q;
-  EXPECT_NE(q.find("!quant.uniform"), std::string::npos) << q;
+      parse_error(wrap("", "%arg0: tensor<2x!quant.calibrated<f32<-1.0:1.0>>>")).what();
+  EXPECT_NE(q.find("only !quant.uniform"), std::string::npos) << q;
 }
 
 TEST(ParserErrors, DenseShapeMismatch) {

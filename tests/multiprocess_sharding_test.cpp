@@ -3,8 +3,6 @@
 // every process's devices and run jit on them. Each process checks its own shards against
 // values it computes on one device; a process's failed expectation is its exit status.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,31 +20,18 @@
 #include "cujax/numpy.h"
 #include "cujax/runtime/spmd.h"
 #include "cujax/sharding.h"
+#include "free_port.h"
 
 using namespace cujax;
 namespace np = cujax::numpy;
 
 namespace {
 
-// A port that was free a moment ago (the children bind it right away).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return 0;
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Runs body(process) in `processes` forked children of `local` cpu devices each, joined into
 // one process group; expects every child to exit 0 within a minute. The parent starts no
 // threads, so forking it is safe.
 void run_processes(int processes, int local, const std::function<void(int)>& body) {
-  const int port = free_port();
+  const int port = cujax::testutil::free_port();
   ASSERT_GT(port, 0);
   std::vector<pid_t> children;
   for (int i = 0; i < processes; ++i) {

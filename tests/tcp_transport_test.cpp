@@ -1,8 +1,6 @@
 // The TCP transport between processes: what a collective reports when a peer dies under it.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,22 +12,10 @@
 
 #include "cujax/core/error.h"
 #include "distributed/tcp_transport.h"
+#include "free_port.h"
 
 namespace cujax {
 namespace {
-
-// A port nothing listens on now (the kernel's pick for an ephemeral bind).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 struct Outcome {
   std::string message;  // what the coordinator's collective threw
@@ -41,7 +27,7 @@ struct Outcome {
 // it that it never reads.
 Outcome send_to_a_peer_that(void (*leave)()) {
   Outcome out;
-  const std::string address = "127.0.0.1:" + std::to_string(free_port());
+  const std::string address = "127.0.0.1:" + std::to_string(testutil::free_port());
   distributed::TcpTimeouts timeouts;
   timeouts.initialization = 30;
   out.child = ::fork();

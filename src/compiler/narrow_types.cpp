@@ -6,6 +6,7 @@
 
 #include "compiler/module_copy.h"
 #include "cujax/core/error.h"
+#include "ir/type_walk.h"
 
 namespace cujax::compiler {
 
@@ -178,19 +179,6 @@ class Rewriter {
   }
 };
 
-bool region_has_narrow(const ir::Region& r) {
-  for (const auto& block : r.blocks) {
-    for (const auto& a : block->arguments)
-      if (is_narrow_type(a->type)) return true;
-    for (const auto& o : block->ops) {
-      if (touches_narrow(*o)) return true;
-      for (const auto& nested : o->regions)
-        if (region_has_narrow(*nested)) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 bool is_native_convert(DType from, DType to) {
@@ -212,17 +200,11 @@ DType wide_type_of(DType t) {
 }
 
 bool touches_narrow(const ir::Operation& op) {
-  for (const ir::Value* v : op.operands)
-    if (is_narrow_type(v->type)) return true;
-  for (const auto& r : op.results)
-    if (is_narrow_type(r->type)) return true;
-  return false;
+  return ir::op_has_type(op, is_narrow_type);
 }
 
 bool has_narrow(const ir::Module& module) {
-  for (const auto& f : module.functions)
-    if (region_has_narrow(f->body)) return true;
-  return false;
+  return ir::module_has_type(module, is_narrow_type);
 }
 
 std::unique_ptr<ir::Module> widen_narrow_types(const ir::Module& module) {

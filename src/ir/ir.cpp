@@ -1,14 +1,46 @@
 #include "cujax/ir/ir.h"
 
+#include <bit>
+
 #include "cujax/core/error.h"
+#include "ir/asm_util.h"
 
 namespace cujax::ir {
+
+int64_t QuantizedType::storage_type_min(DType storage) {
+  return is_signed_int(storage) ? -(int64_t{1} << (bit_width(storage) - 1)) : 0;
+}
+
+int64_t QuantizedType::storage_type_max(DType storage) {
+  const int bits = bit_width(storage) - (is_signed_int(storage) ? 1 : 0);
+  return static_cast<int64_t>((uint64_t{1} << bits) - 1);
+}
+
+std::string QuantizedType::str() const {
+  const int bits = bit_width(storage);
+  std::string s = "!quant.uniform<";
+  s += (is_signed_int(storage) ? "i" : "u") + std::to_string(bits);
+  if (storage_min != storage_type_min(storage) || storage_max != storage_type_max(storage))
+    s += "<" + std::to_string(storage_min) + ":" + std::to_string(storage_max) + ">";
+  s += ":" + std::string(mlir_name(expressed));
+  if (quantization_dimension) s += ":" + std::to_string(*quantization_dimension);
+  s += ", ";
+  const bool per_axis = quantization_dimension.has_value();
+  if (per_axis) s += "{";
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (i) s += ", ";
+    s += asm_util::format_float(std::bit_cast<uint64_t>(scales[i]), DType::F64) + ":" +
+         std::to_string(i < zero_points.size() ? zero_points[i] : 0);
+  }
+  if (per_axis) s += "}";
+  return s + ">";
+}
 
 std::string Type::str() const {
   if (is_token) return "!stablehlo.token";
   std::string s = "tensor<";
   for (int64_t d : shape) s += std::to_string(d) + "x";
-  return s + std::string(mlir_name(dtype)) + ">";
+  return s + (quantized ? quantized->str() : std::string(mlir_name(dtype))) + ">";
 }
 
 const Attribute* Attribute::field(std::string_view name) const {
@@ -25,7 +57,9 @@ std::shared_ptr<Attribute> make(Attribute::Kind k) {
 }
 }  // namespace
 
-AttrRef Attribute::unit() { return make(Kind::Unit); }
+AttrRef Attribute::unit() {
+  return make(Kind::Unit);
+}
 AttrRef Attribute::boolean_attr(bool v) {
   auto a = make(Kind::Bool);
   a->boolean = v;
@@ -217,7 +251,9 @@ std::string_view Operation::enum_attr(std::string_view attr_name) const {
   return a->enum_value;
 }
 
-Function::Function() { body.add_block(); }
+Function::Function() {
+  body.add_block();
+}
 
 std::vector<Type> Function::arg_types() const {
   std::vector<Type> types;

@@ -75,6 +75,7 @@ inline bool attrs_equal(const Attribute& a, const Attribute& b, std::string* why
              fail("dense array");
     case Kind::DenseElements:
       return (a.tensor.dtype() == b.tensor.dtype() && a.tensor.shape() == b.tensor.shape() &&
+              a.type == b.type &&
               std::memcmp(a.tensor.data(), b.tensor.data(), a.tensor.nbytes()) == 0) ||
              fail("dense elements");
     case Kind::Dictionary:

@@ -75,6 +75,8 @@ inline constexpr OpSyntax kOps[] = {
     {"stablehlo.sqrt", Form::Elementwise, 1},
     {"stablehlo.tan", Form::Elementwise, 1},
     {"stablehlo.tanh", Form::Elementwise, 1},
+    {"stablehlo.uniform_dequantize", Form::Elementwise, 1},
+    {"stablehlo.uniform_quantize", Form::Elementwise, 1},
     // Binary element-wise.
     {"stablehlo.add", Form::Elementwise, 2},
     {"stablehlo.and", Form::Elementwise, 2},

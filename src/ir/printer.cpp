@@ -33,7 +33,7 @@ void append_type(std::string& out, const Type& t) {
     out += std::to_string(d);
     out += 'x';
   }
-  out += mlir_name(t.dtype);
+  out += t.quantized ? t.quantized->str() : std::string(mlir_name(t.dtype));
   out += '>';
 }
 
@@ -104,7 +104,8 @@ void append_dense_list(std::string& out, const HostTensor& t, size_t dim, int64_
   out += ']';
 }
 
-void append_dense(std::string& out, const HostTensor& t) {
+// `type`: the literal's type where it is not the tensor's own (a quantized type).
+void append_dense(std::string& out, const HostTensor& t, const std::optional<Type>& type) {
   out += "dense<";
   const int64_t n = t.size();
   const size_t esize = size_of(t.dtype());
@@ -133,7 +134,7 @@ void append_dense(std::string& out, const HostTensor& t) {
     append_dense_list(out, t, 0, next);
   }
   out += "> : ";
-  append_type(out, Type::tensor(t.shape(), t.dtype()));
+  append_type(out, type ? *type : Type::tensor(t.shape(), t.dtype()));
 }
 
 bool is_int_list(const Attribute& a) {
@@ -293,7 +294,7 @@ void append_attr(std::string& out, const Attribute& a) {
       return;
     }
     case Kind::DenseElements:
-      append_dense(out, a.tensor);
+      append_dense(out, a.tensor, a.type);
       return;
     case Kind::Dictionary:
       out += '{';
@@ -693,7 +694,9 @@ class ModulePrinter {
         if (!v) return false;
         const Type& rt = op.result(0)->type;
         if (v->kind == Kind::DenseElements) {
-          if (rt.is_token || rt != Type::tensor(v->tensor.shape(), v->tensor.dtype())) return false;
+          if (rt.is_token ||
+              rt != (v->type ? *v->type : Type::tensor(v->tensor.shape(), v->tensor.dtype())))
+            return false;
         } else if (v->kind == Kind::Opaque && starts_with(v->text, "dense_resource<")) {
           std::string t;
           append_type(t, rt);

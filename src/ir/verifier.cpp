@@ -136,8 +136,21 @@ class OpCheck {
 
   size_t num_operands() const { return op_.operands.size(); }
   size_t num_results() const { return op_.results.size(); }
-  const Type& operand(size_t i) const { return op_.operands.at(i)->type; }
-  const Type& result(size_t i) const { return op_.results.at(i)->type; }
+  const Type& operand(size_t i) const {
+    return operand_view_.empty() ? op_.operands.at(i)->type : operand_view_.at(i);
+  }
+  const Type& result(size_t i) const {
+    return result_view_.empty() ? op_.results.at(i)->type : result_view_.at(i);
+  }
+  // The op checked on other types than its own: each quantized operand and result replaced by
+  // `as(type)` (its expressed type for the ops that compute on quantized values).
+  template <typename F>
+  void view_quantized_as(F as) {
+    for (const Value* v : op_.operands)
+      operand_view_.push_back(v->type.is_quantized() ? as(v->type) : v->type);
+    for (const auto& r : op_.results)
+      result_view_.push_back(r->type.is_quantized() ? as(r->type) : r->type);
+  }
   std::vector<Type> operand_types(size_t begin = 0, size_t end = SIZE_MAX) const {
     std::vector<Type> ts;
     for (size_t i = begin; i < std::min(end, num_operands()); ++i) ts.push_back(operand(i));
@@ -145,7 +158,7 @@ class OpCheck {
   }
   std::vector<Type> result_types() const {
     std::vector<Type> ts;
-    for (const auto& r : op_.results) ts.push_back(r->type);
+    for (size_t i = 0; i < num_results(); ++i) ts.push_back(result(i));
     return ts;
   }
 
@@ -383,6 +396,8 @@ class OpCheck {
   const Operation& op_;
   const Module& module_;
   const Function& function_;
+  std::vector<Type> operand_view_;  // empty: the op's own types
+  std::vector<Type> result_view_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -502,6 +517,34 @@ void check_bitcast_convert(OpCheck& c) {
   c.result_is(0, Type::tensor(expected, out.dtype), why);
 }
 
+// uniform_quantize: a float tensor quantized, or a quantized one requantized, to the result's
+// quantized type of the same shape and expressed type.
+void check_uniform_quantize(OpCheck& c) {
+  c.operands_are(1);
+  c.results_are(1);
+  c.all_tensors();
+  const Type& in = c.operand(0);
+  const Type& out = c.result(0);
+  if (!out.is_quantized()) c.fail("result has type " + out.str() + ", expected a quantized type");
+  const DType expressed = in.is_quantized() ? in.quantized->expressed : in.dtype;
+  if (!in.is_quantized() && !is_float(in.dtype))
+    c.fail("operand 0 has type " + in.str() + ", expected a float or quantized tensor");
+  if (in.shape != out.shape || expressed != out.quantized->expressed)
+    c.fail("operand 0 has type " + in.str() + ", expected the shape of the result " + out.str() +
+           " and its expressed type " + std::string(mlir_name(out.quantized->expressed)));
+}
+
+void check_uniform_dequantize(OpCheck& c) {
+  c.operands_are(1);
+  c.results_are(1);
+  c.all_tensors();
+  const Type& in = c.operand(0);
+  if (!in.is_quantized())
+    c.fail("operand 0 has type " + in.str() + ", expected a quantized tensor");
+  c.result_is(0, Type::tensor(in.shape, in.quantized->expressed),
+              "the operand's shape and expressed type");
+}
+
 void check_reduce_precision(OpCheck& c) {
   elementwise_same(c, 1, Kinds::Float);
   const int64_t e = c.integer("exponent_bits");
@@ -518,7 +561,7 @@ void check_constant(OpCheck& c) {
   c.results_are(1);
   const Attribute& v = c.required("value");
   if (v.kind != Attribute::Kind::DenseElements) return;  // kept verbatim (e.g. dense_resource)
-  const Type t = Type::tensor(v.tensor.shape(), v.tensor.dtype());
+  const Type t = v.type ? *v.type : Type::tensor(v.tensor.shape(), v.tensor.dtype());
   if (t != c.result(0))
     c.fail("attribute 'value' has type " + t.str() + ", expected " + c.result(0).str() +
            " (the result type)");
@@ -1611,6 +1654,8 @@ const std::unordered_map<std::string, Checker>& checkers() {
     m["stablehlo.clamp"] = check_clamp;
     m["stablehlo.convert"] = check_convert;
     m["stablehlo.bitcast_convert"] = check_bitcast_convert;
+    m["stablehlo.uniform_quantize"] = check_uniform_quantize;
+    m["stablehlo.uniform_dequantize"] = check_uniform_dequantize;
     m["stablehlo.reduce_precision"] = check_reduce_precision;
     m["stablehlo.constant"] = check_constant;
     m["stablehlo.iota"] = check_iota;
@@ -1718,10 +1763,36 @@ class Verifier {
     auto it = checkers().find(op.name);
     if (it != checkers().end()) {
       OpCheck c(op, module_, *function_);
+      view_quantized(op, c);
       it->second(c);
     }
     for (const auto& r : op.regions)
       for (const auto& b : r->blocks) verify_block(*b);
+  }
+
+  // An op on quantized values computes on what they stand for (the spec's
+  // dequantize-op-quantize), so it is checked on their expressed types; bitcast_convert sees
+  // their stored integers. The quantize ops, constants and the ops that pass values along
+  // (control flow, calls, custom calls) check the quantized types themselves. Computing ops with
+  // a region (reduce, sort, ...) are not supported on quantized values (compiler/quantized.h).
+  static void view_quantized(const Operation& op, OpCheck& c) {
+    bool quantized = false;
+    for (const Value* v : op.operands) quantized = quantized || v->type.is_quantized();
+    for (const auto& r : op.results) quantized = quantized || r->type.is_quantized();
+    if (!quantized) return;
+    const std::string& n = op.name;
+    if (n == "stablehlo.bitcast_convert") {
+      c.view_quantized_as([](const Type& t) { return Type::tensor(t.shape, t.dtype); });
+    } else if ((n.starts_with("stablehlo.") || n.starts_with("chlo.")) &&
+               n != "stablehlo.uniform_quantize" && n != "stablehlo.uniform_dequantize" &&
+               n != "stablehlo.constant" && n != "stablehlo.while" && n != "stablehlo.if" &&
+               n != "stablehlo.case" && n != "stablehlo.optimization_barrier" &&
+               n != "stablehlo.custom_call" && n != "stablehlo.return") {
+      if (!op.regions.empty())
+        c.fail("quantized values in an op with a region are not supported");
+      c.view_quantized_as(
+          [](const Type& t) { return Type::tensor(t.shape, t.quantized->expressed); });
+    }
   }
 
   // True when block `b` is `op`'s block or encloses it.

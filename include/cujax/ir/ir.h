@@ -21,18 +21,48 @@
 
 namespace cujax::ir {
 
-// tensor<2x3xf32>, tensor<f32> (rank 0), or !stablehlo.token.
+// A uniform quantized element type, `!quant.uniform<i8:f32, 0.1:-30>` (per tensor) or
+// `!quant.uniform<i8<-127:127>:f32:1, {0.1:-30, 0.5:-20}>` (per axis: one scale and zero point
+// per index of `quantization_dimension`). An element is stored as an integer q of `storage` in
+// [storage_min, storage_max] and stands for (q - zero_point) * scale in `expressed`.
+struct QuantizedType {
+  DType storage = DType::I8;
+  int64_t storage_min = 0;
+  int64_t storage_max = 0;
+  DType expressed = DType::F32;
+  std::optional<int64_t> quantization_dimension;  // empty: per tensor
+  std::vector<double> scales;
+  std::vector<int64_t> zero_points;
+
+  // The range of an integer storage type: the defaults of storage_min and storage_max.
+  static int64_t storage_type_min(DType storage);
+  static int64_t storage_type_max(DType storage);
+  bool operator==(const QuantizedType&) const = default;
+  // "!quant.uniform<i8:f32, 1.000000e-01:-30>"; the storage range only where it is narrowed.
+  std::string str() const;
+};
+
+// tensor<2x3xf32>, tensor<f32> (rank 0), tensor<2x!quant.uniform<...>>, or !stablehlo.token.
 struct Type {
   Shape shape;
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;  // of a quantized tensor: its storage type
   bool is_token = false;
+  std::shared_ptr<const QuantizedType> quantized;  // set for a quantized tensor
 
-  static Type tensor(Shape shape, DType dtype) { return Type{std::move(shape), dtype, false}; }
-  static Type token() { return Type{{}, DType::F32, true}; }
+  static Type tensor(Shape shape, DType dtype) { return Type{std::move(shape), dtype, false, {}}; }
+  static Type token() { return Type{{}, DType::F32, true, {}}; }
+  static Type quantized_tensor(Shape shape, QuantizedType q) {
+    const DType storage = q.storage;
+    return Type{std::move(shape), storage, false,
+                std::make_shared<const QuantizedType>(std::move(q))};
+  }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t num_elements() const { return cujax::num_elements(shape); }
+  bool is_quantized() const { return quantized != nullptr; }
   bool operator==(const Type& o) const {
-    return is_token == o.is_token && (is_token || (shape == o.shape && dtype == o.dtype));
+    if (is_token || o.is_token) return is_token == o.is_token;
+    if (shape != o.shape || dtype != o.dtype || is_quantized() != o.is_quantized()) return false;
+    return !quantized || *quantized == *o.quantized;
   }
   bool operator!=(const Type& o) const { return !(*this == o); }
   // "tensor<2x3xf32>"
@@ -87,7 +117,7 @@ struct Attribute {
   std::optional<DType> dtype;  // Integer/Float element type, DenseArray element type
   std::string text;
   std::string enum_value;
-  std::optional<Type> type;
+  std::optional<Type> type;  // TypeAttr; DenseElements of a quantized type (the tensor: storage)
   std::vector<std::shared_ptr<const Attribute>> elements;
   std::vector<int64_t> ints;
   std::vector<double> floats;  // DenseArray of a float element type

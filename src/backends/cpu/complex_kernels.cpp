@@ -18,6 +18,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "compiler/chlo_decompose.h"
+#include "ir/type_walk.h"
 
 namespace cujax::cpu {
 
@@ -862,11 +863,7 @@ constexpr const char* kRealOnlyOps[] = {"stablehlo.remainder",
 }  // namespace
 
 bool touches_complex(const ir::Operation& op) {
-  for (const ir::Value* v : op.operands)
-    if (!v->type.is_token && is_complex(v->type.dtype)) return true;
-  for (const auto& r : op.results)
-    if (!r->type.is_token && is_complex(r->type.dtype)) return true;
-  return false;
+  return ir::op_has_type(op, [](const ir::Type& t) { return !t.is_token && is_complex(t.dtype); });
 }
 
 void register_complex_kernels(KernelRegistry& r) {

@@ -4,8 +4,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
-#include "compiler/chlo_decompose.h"
-#include "compiler/narrow_types.h"
+#include "compiler/backend_passes.h"
 #include "cujax/runtime/spmd.h"
 #include "profiler/hooks.h"
 
@@ -70,10 +69,7 @@ std::unique_ptr<runtime::Executable> CpuBackend::compile(const ir::Module& origi
                                                          std::string_view entry, int device,
                                                          const runtime::CompileOptions&) const {
   // Kernels copy what they need from their ops, so the lowered module may go after compiling.
-  std::unique_ptr<ir::Module> lowered =
-      compiler::has_chlo(original) ? compiler::decompose_chlo(original) : nullptr;
-  if (compiler::has_narrow(lowered ? *lowered : original))
-    lowered = compiler::widen_narrow_types(lowered ? *lowered : original);
+  std::unique_ptr<ir::Module> lowered = compiler::run_backend_passes(original);
   const ir::Module& module = lowered ? *lowered : original;
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("module has no function @" + std::string(entry));

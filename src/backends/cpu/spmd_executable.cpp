@@ -9,8 +9,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
-#include "compiler/chlo_decompose.h"
-#include "compiler/narrow_types.h"
+#include "compiler/backend_passes.h"
 #include "cujax/runtime/spmd.h"
 #include "profiler/hooks.h"
 #include "runtime/collectives.h"
@@ -143,10 +142,7 @@ std::pair<int, int> spmd_process_grid(const ir::Module& module, int64_t num_devi
 std::unique_ptr<SpmdExecutable> CpuBackend::compile_spmd(const ir::Module& original,
                                                          std::vector<int> device_ids,
                                                          std::string_view entry) const {
-  std::unique_ptr<ir::Module> lowered =
-      compiler::has_chlo(original) ? compiler::decompose_chlo(original) : nullptr;
-  if (compiler::has_narrow(lowered ? *lowered : original))
-    lowered = compiler::widen_narrow_types(lowered ? *lowered : original);
+  std::unique_ptr<ir::Module> lowered = compiler::run_backend_passes(original);
   const ir::Module& module = lowered ? *lowered : original;
   const ir::Function* fn = module.lookup(entry);
   if (!fn) throw Error("compile_spmd: module has no function @" + std::string(entry));

@@ -27,7 +27,7 @@
 #include "backends/cuda/program.h"
 #include "backends/cuda/spmd.h"
 #include "backends/cuda/timeline.h"
-#include "compiler/chlo_decompose.h"
+#include "compiler/backend_passes.h"
 #include "compiler/fusion.h"
 #include "compiler/narrow_types.h"
 #include "compiler/op_cost.h"
@@ -551,14 +551,11 @@ std::shared_ptr<const Program> compile_program(const ir::Module& module, const i
       throw UnsupportedError("@" + f.name + ": functions with several blocks are not supported");
     return compile_steps(m, f.body.front(), {}, dev, spmd, options);
   };
-  // chlo ops become StableHLO first (once: those it keeps, on complex operands, take the host
-  // path); the program keeps nothing of the lowered module.
+  // Quantized types become integers and chlo ops StableHLO first (once: the chlo ops it keeps,
+  // on complex operands, take the host path); the program keeps nothing of the lowered module.
   // Narrow types then compute on wide ones (compiler/narrow_types.h), so that only their
   // converts, bitcasts and constants take the host path.
-  std::unique_ptr<ir::Module> lowered =
-      compiler::has_chlo(module) ? compiler::decompose_chlo(module) : nullptr;
-  if (compiler::has_narrow(lowered ? *lowered : module))
-    lowered = compiler::widen_narrow_types(lowered ? *lowered : module);
+  std::unique_ptr<ir::Module> lowered = compiler::run_backend_passes(module);
   if (lowered) return compile(*lowered, *lowered->lookup(fn.name));
   return compile(module, fn);
 }
