@@ -264,6 +264,49 @@ TEST(ComplexDeviceMath, MatchesTheCpuBackend) {
   check_device_complex_math<double>(rng);
 }
 
+// The cuda backend's complex dot_general sums cplx::accumulate_product terms in order in the
+// operand type: on finite values, the CPU backend's std::complex sums bit for bit.
+template <class R>
+void check_device_complex_dot(std::mt19937& rng) {
+  using C = std::complex<R>;
+  const int64_t m = 7, k = 45, n = 5;  // a [m, k] x [k, n] product
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::uniform_int_distribution<int> e(-12, 12);
+  auto draw = [&]() {
+    return C(static_cast<R>(std::ldexp(u(rng), e(rng))),
+             static_cast<R>(std::ldexp(u(rng), e(rng))));
+  };
+  std::vector<C> a(m * k), b(k * n);
+  for (C& x : a) x = draw();
+  for (C& x : b) x = draw();
+  const std::string part = sizeof(R) == 4 ? "f32" : "f64";
+  auto type = [&](int64_t r, int64_t c) {
+    return "tensor<" + std::to_string(r) + "x" + std::to_string(c) + "xcomplex<" + part + ">>";
+  };
+  const auto out = run("func.func @main(%a: " + type(m, k) + ", %b: " + type(k, n) + ") -> " +
+                           type(m, n) + " {\n  %0 = stablehlo.dot_general %a, %b, " +
+                           "contracting_dims = [1] x [0] : (" + type(m, k) + ", " + type(k, n) +
+                           ") -> " + type(m, n) + "\n  return %0 : " + type(m, n) + "\n}\n",
+                       {tensor_of(a, {m, k}), tensor_of(b, {k, n})})[0]
+                       .template to_vector<C>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      R re = 0, im = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const C x = a[i * k + p], y = b[p * n + j];
+        cplx::accumulate_product(re, im, x.real(), x.imag(), y.real(), y.imag());
+      }
+      EXPECT_EQ(re, out[i * n + j].real()) << i << "," << j;
+      EXPECT_EQ(im, out[i * n + j].imag()) << i << "," << j;
+    }
+}
+
+TEST(ComplexDeviceMath, DotSumsAsTheCpuBackend) {
+  std::mt19937 rng(12);
+  check_device_complex_dot<float>(rng);
+  check_device_complex_dot<double>(rng);
+}
+
 // maximum/minimum order by (real, imaginary); cbrt is the principal cube root; atan2(y, x) is
 // an angle whose tangent is y / x and, on real values, the real atan2.
 TEST(ComplexKernels, OrderCbrtAtan2) {

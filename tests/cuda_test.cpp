@@ -776,6 +776,28 @@ TEST_F(CudaVsCpu, NarrowConvertsMatchTheCpuBitForBit) {
         {n}, DType::I32);
 }
 
+// Converts between real and complex types, a complex dot_general summed in the operand type and
+// a reverse of 16-byte elements: the CPU's bits (finite values).
+TEST_F(CudaVsCpu, ComplexDotGeneralAndConverts) {
+  const std::string c43 = "tensor<4x3xcomplex<f32>>", c36 = "tensor<3x6xcomplex<f32>>";
+  const std::string c46 = "tensor<4x6xcomplex<f32>>", z46 = "tensor<4x6xcomplex<f64>>";
+  const std::string f46 = "tensor<4x6xf64>";
+  check({random_tensor(DType::I32, {4, 3}, rng), finite_tensor(DType::F32, {3, 6}, rng),
+         finite_tensor(DType::F32, {3, 6}, rng)},
+        "  %zi = stablehlo.convert %a0 : (tensor<4x3xi32>) -> " + c43 +
+            "\n  %w = stablehlo.complex %a1, %a2 : " + c36 +
+            "\n  %d = stablehlo.dot_general %zi, %w, contracting_dims = [1] x [0] : (" + c43 +
+            ", " + c36 + ") -> " + c46 + "\n  %rv = stablehlo.reverse %d, dims = [0] : " + c46 +
+            "\n  %d2 = stablehlo.convert %rv : (" + c46 + ") -> " + z46 +
+            "\n  %re = stablehlo.real %d2 : (" + z46 + ") -> " + f46 +
+            "\n  %im = stablehlo.imag %d2 : (" + z46 + ") -> " + f46 +
+            "\n  %h = stablehlo.convert %d : (" + c46 + ") -> tensor<4x6xf16>" +
+            "\n  %h2 = stablehlo.convert %h : (tensor<4x6xf16>) -> " + f46 +
+            "\n  %o = stablehlo.concatenate %re, %im, %h2, dim = 0 : (" + f46 + ", " + f46 + ", " +
+            f46 + ") -> tensor<12x6xf64>\n  return %o : tensor<12x6xf64>",
+        {12, 6}, DType::F64, 0, 0);
+}
+
 // Quantized programs (lowered to integer and float ops by compiler/quantized.h) give the CPU's
 // stored integers bit for bit: quantize per tensor and per axis, an op on quantized values, and
 // dequantize.

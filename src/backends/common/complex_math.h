@@ -49,4 +49,49 @@ CUJAX_HD inline double magnitude(Parts x) {
   return ::hypot(x.re, x.im);
 }
 
+// Rounded products, sums and differences that the device compiler may not fuse into an FMA.
+#ifdef __CUDA_ARCH__
+__device__ inline float mul_rn(float a, float b) {
+  return __fmul_rn(a, b);
+}
+__device__ inline double mul_rn(double a, double b) {
+  return __dmul_rn(a, b);
+}
+__device__ inline float add_rn(float a, float b) {
+  return __fadd_rn(a, b);
+}
+__device__ inline double add_rn(double a, double b) {
+  return __dadd_rn(a, b);
+}
+__device__ inline float sub_rn(float a, float b) {
+  return __fsub_rn(a, b);
+}
+__device__ inline double sub_rn(double a, double b) {
+  return __dsub_rn(a, b);
+}
+#else
+template <class R>
+inline R mul_rn(R a, R b) {
+  return a * b;
+}  // the host build targets no FMA
+template <class R>
+inline R add_rn(R a, R b) {
+  return a + b;
+}
+template <class R>
+inline R sub_rn(R a, R b) {
+  return a - b;
+}
+#endif
+
+// One term of a complex dot product in the operand's part type R, as the CPU backend's
+// std::complex<R> computes `acc += x * y`: the product (ac - bd, ad + bc), each operation
+// rounded, no FMA. Finite values give the CPU's bits; std::complex's recovery of an infinite
+// product whose parts came out NaN is not repeated.
+template <class R>
+CUJAX_HD inline void accumulate_product(R& acc_re, R& acc_im, R xr, R xi, R yr, R yi) {
+  acc_re = add_rn(acc_re, sub_rn(mul_rn(xr, yr), mul_rn(xi, yi)));
+  acc_im = add_rn(acc_im, add_rn(mul_rn(xr, yi), mul_rn(xi, yr)));
+}
+
 }  // namespace cujax::cplx

@@ -102,10 +102,7 @@ DeviceKernel complex_kernel(const ir::Operation& op, Device* d) {
   }
   if (n == "stablehlo.convert") {
     const DType from = a.dtype, to = rt.dtype;
-    auto f32_f64_or_complex = [](DType t) {
-      return t == DType::F32 || t == DType::F64 || is_complex(t);
-    };
-    if (op.operands.size() != 1 || !f32_f64_or_complex(from) || !f32_f64_or_complex(to)) return {};
+    if (op.operands.size() != 1 || is_narrow(from) || is_narrow(to)) return {};
     return [d, from, rt](std::span<const DeviceArray> in) {
       DeviceArray out = d->allocate(rt.dtype, rt.shape);
       launch_complex_convert(from, rt.dtype, in[0].data.get(), out.data.get(), out.size(),

@@ -1,6 +1,7 @@
 // Element-wise kernels on complex values, with the formulas of backends/common/complex_math.h
 // (which the CPU tests check against the CPU backend's).
 #include "backends/common/complex_math.h"
+#include "backends/common/elementwise.h"
 #include "backends/cuda/complex.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
@@ -72,31 +73,49 @@ __global__ void complex_kernel(ComplexOp op, const Stored<R>* a, const Stored<R>
   }
 }
 
-// FR, TR: the part (or real) types of the operand and result; FC, TC: whether they are complex.
-template <class FR, class TR, bool FC, bool TC>
-__global__ void complex_convert_kernel(const FR* in, TR* out, int64_t n) {
+// Between the two complex types: part by part.
+template <class FR, class TR>
+__global__ void complex_to_complex_kernel(const FR* in, TR* out, int64_t n) {
+  for (int64_t i = thread_begin(); i < 2 * n; i += thread_stride()) out[i] = static_cast<TR>(in[i]);
+}
+
+// A real value of any type becomes the real part, converted as the real converts do.
+template <class F, class R>
+__global__ void real_to_complex_kernel(const F* in, R* out, int64_t n) {
   for (int64_t i = thread_begin(); i < n; i += thread_stride()) {
-    const FR re = in[FC ? 2 * i : i];
-    if constexpr (TC) {
-      out[2 * i] = static_cast<TR>(re);
-      out[2 * i + 1] = FC ? static_cast<TR>(in[2 * i + 1]) : TR(0);
-    } else {
-      out[i] = static_cast<TR>(re);
-    }
+    out[2 * i] = ew::convert<R>(in[i]);
+    out[2 * i + 1] = R(0);
   }
 }
 
-template <class FR, class TR, bool FC, bool TC>
-void launch_convert_as(const void* in, void* out, int64_t n, cudaStream_t s) {
-  complex_convert_kernel<FR, TR, FC, TC>
-      <<<grid_for(n), kBlock, 0, s>>>(static_cast<const FR*>(in), static_cast<TR*>(out), n);
-  CUJAX_CUDA_CHECK_LAUNCH("complex_convert_kernel");
+// The real part converts; the imaginary part is dropped.
+template <class R, class T>
+__global__ void complex_to_real_kernel(const R* in, T* out, int64_t n) {
+  for (int64_t i = thread_begin(); i < n; i += thread_stride()) out[i] = ew::convert<T>(in[2 * i]);
 }
 
-// Calls f(float or double) for the part type of a complex type, or the type itself.
+// c[b, i, j] = sum over p of a[b, i, p] * b[b, p, j], in the part type R, p in order.
+template <class R>
+__global__ void complex_dot_kernel(const Stored<R>* a, const Stored<R>* b, Stored<R>* c,
+                                   int64_t batch, int64_t m, int64_t n, int64_t k) {
+  const int64_t total = batch * m * n;
+  for (int64_t e = thread_begin(); e < total; e += thread_stride()) {
+    const int64_t j = e % n, i = (e / n) % m, bb = e / (m * n);
+    const Stored<R>* ar = a + (bb * m + i) * k;
+    const Stored<R>* bc = b + bb * k * n + j;
+    R re = 0, im = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const Stored<R> x = ar[p], y = bc[p * n];
+      cplx::accumulate_product(re, im, x.re, x.im, y.re, y.im);
+    }
+    c[e] = {re, im};
+  }
+}
+
+// Calls f(float or double) for the part type of a complex type.
 template <class F>
 void visit_part(DType t, F&& f) {
-  if (t == DType::C64 || t == DType::F32)
+  if (t == DType::C64)
     f(float{});
   else
     f(double{});
@@ -119,16 +138,48 @@ void launch_complex(ComplexOp op, DType t, const void* a, const void* b, void* o
 void launch_complex_convert(DType from, DType to, const void* in, void* out, int64_t n,
                             cudaStream_t s) {
   if (n == 0) return;
-  const bool fc = is_complex(from), tc = is_complex(to);
-  visit_part(from, [&](auto f) {
-    visit_part(to, [&](auto t) {
-      using FR = decltype(f);
-      using TR = decltype(t);
-      if (fc && tc) launch_convert_as<FR, TR, true, true>(in, out, n, s);
-      if (fc && !tc) launch_convert_as<FR, TR, true, false>(in, out, n, s);
-      if (!fc && tc) launch_convert_as<FR, TR, false, true>(in, out, n, s);
+  if (is_complex(from) && is_complex(to)) {
+    visit_part(from, [&](auto f) {
+      visit_part(to, [&](auto t) {
+        using FR = decltype(f);
+        using TR = decltype(t);
+        complex_to_complex_kernel<FR, TR><<<grid_for(2 * n), kBlock, 0, s>>>(
+            static_cast<const FR*>(in), static_cast<TR*>(out), n);
+      });
     });
+  } else if (is_complex(to)) {
+    visit_dtype(from, [&](auto ft) {
+      using F = typename decltype(ft)::type;
+      visit_part(to, [&](auto t) {
+        using R = decltype(t);
+        real_to_complex_kernel<F, R>
+            <<<grid_for(n), kBlock, 0, s>>>(static_cast<const F*>(in), static_cast<R*>(out), n);
+      });
+    });
+  } else {
+    visit_part(from, [&](auto f) {
+      using R = decltype(f);
+      visit_dtype(to, [&](auto tt) {
+        using T = typename decltype(tt)::type;
+        complex_to_real_kernel<R, T>
+            <<<grid_for(n), kBlock, 0, s>>>(static_cast<const R*>(in), static_cast<T*>(out), n);
+      });
+    });
+  }
+  CUJAX_CUDA_CHECK_LAUNCH("complex convert kernel");
+}
+
+void launch_complex_dot(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m,
+                        int64_t n, int64_t k, cudaStream_t s) {
+  const int64_t total = batch * m * n;
+  if (total == 0) return;
+  visit_part(t, [&](auto part) {
+    using R = decltype(part);
+    complex_dot_kernel<R><<<grid_for(total), kBlock, 0, s>>>(
+        static_cast<const Stored<R>*>(a), static_cast<const Stored<R>*>(b),
+        static_cast<Stored<R>*>(c), batch, m, n, k);
   });
+  CUJAX_CUDA_CHECK_LAUNCH("complex_dot_kernel");
 }
 
 }  // namespace cujax::cuda

@@ -13,7 +13,7 @@
 namespace cujax::cuda {
 
 // A kernel for an element-wise op on complex values (add, subtract, multiply, divide, negate,
-// real, imag, complex, abs, compare EQ/NE, convert between f32/f64 and complex types) or a
+// real, imag, complex, abs, compare EQ/NE, convert between real and complex types) or a
 // reduce whose body is one add (a sum: the real and imaginary parts summed apart by the real
 // reduce kernel, from zero, then the init value added), or an empty function where the host
 // path must take it (the transcendental functions, power, other reductions, ...).
@@ -38,9 +38,15 @@ enum class ComplexOp {
 // reads two arrays of it, Eq and Ne write bools; Negate, Real, Imag and Abs read `a` only.
 void launch_complex(ComplexOp op, DType t, const void* a, const void* b, void* out, int64_t n,
                     cudaStream_t s);
-// Between f32/f64 and complex64/complex128 (a real value becomes the real part; a complex one
-// gives its real part), and between the two complex types.
+// Between a real type (bool, integers, floats; not the narrow ones, which reach complex types
+// through f32) and complex64/complex128, as the CPU backend converts: a real value becomes the
+// real part, converted as a real convert to the part type; a complex one gives its real part,
+// converted to the real type. And between the two complex types.
 void launch_complex_convert(DType from, DType to, const void* in, void* out, int64_t n,
                             cudaStream_t s);
+// c = a x b for `batch` row-major [m, k] x [k, n] products of complex type `t`, summed in order
+// in the operand type as the CPU backend does (cplx::accumulate_product).
+void launch_complex_dot(DType t, const void* a, const void* b, void* c, int64_t batch, int64_t m,
+                        int64_t n, int64_t k, cudaStream_t s);
 
 }  // namespace cujax::cuda

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "backends/common/copy_plan.h"
@@ -147,6 +148,25 @@ bool moves_elements(const std::string& name) {
   return name == "stablehlo.reshape" || name == "stablehlo.transpose" ||
          name == "stablehlo.broadcast_in_dim" || name == "stablehlo.slice" ||
          name == "stablehlo.concatenate" || name == "stablehlo.pad" || name == "stablehlo.select";
+}
+
+// The ops on complex values that op_kernel runs as it runs them on every type: they carry
+// values without reading them (constants, calls, control flow), move whole elements of any
+// width (reverse, bitcast_convert, gather, dynamic slices), or are the complex product of its
+// naive dot kernel.
+bool op_kernel_takes_complex(const std::string& name) {
+  static const std::set<std::string> names = {"stablehlo.constant",
+                                              "func.call",
+                                              "stablehlo.while",
+                                              "stablehlo.case",
+                                              "stablehlo.optimization_barrier",
+                                              "stablehlo.reverse",
+                                              "stablehlo.bitcast_convert",
+                                              "stablehlo.gather",
+                                              "stablehlo.dynamic_slice",
+                                              "stablehlo.dynamic_update_slice",
+                                              "stablehlo.dot_general"};
+  return names.count(name) > 0;
 }
 
 // A device kernel for `op`, or an empty function when the op runs on the host.
@@ -469,17 +489,15 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     const compiler::OpCost cost = compiler::op_cost(op);
     step.flops = cost.flops + cost.transcendentals;
     step.bytes = cost.bytes;
-    // Complex values have device kernels for fft (cuFFT), the arithmetic of complex.h and the
-    // ops that only move elements; narrow ones (int4, float8_e4m3fn, ...) for their constants
-    // and converts. Their other ops take the host path.
+    // Complex values have device kernels for fft (cuFFT), dot_general, the arithmetic of
+    // complex.h and the ops that only move elements; narrow ones (int4, float8_e4m3fn, ...) for
+    // their constants and converts. Their other ops take the host path.
     const OpKernelContext context{module, dev, options, spmd, &step.nested};
     if (cpu::touches_complex(op)) {
       if (op.name == "stablehlo.fft")
         step.device = fft_kernel(op, dev.get());
-      else if (op.name == "stablehlo.constant" || op.name == "func.call" ||
-               op.name == "stablehlo.while" || op.name == "stablehlo.case" ||
-               op.name == "stablehlo.optimization_barrier")
-        step.device = op_kernel(op, context);  // what they carry, they do not read
+      else if (op_kernel_takes_complex(op.name))
+        step.device = op_kernel(op, context);
       else if (moves_elements(op.name))
         step.device = device_kernel(op, dev);
       else

@@ -12,6 +12,7 @@
 #include "backends/common/gather_scatter.h"
 #include "backends/common/scalar_program.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cuda/complex.h"
 #include "backends/cuda/control.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_attention.h"
@@ -530,7 +531,8 @@ DeviceKernel select_and_scatter_kernel(const ir::Operation& op, Device* d,
   };
 }
 
-// The products cuBLASLt does not run (integer and boolean operands of the result's type).
+// The products cuBLASLt does not run (integer, boolean and complex operands of the result's
+// type; complex ones summed in the operand type as the CPU backend sums them).
 DeviceKernel naive_dot_kernel(const ir::Operation& op, Device* d) {
   if (op.operands.size() != 2 || op.num_results() != 1) return {};
   const ir::Type& lt = op.operands[0]->type;
@@ -565,8 +567,12 @@ DeviceKernel naive_dot_kernel(const ir::Operation& op, Device* d) {
       launch_strided_copy(w, *rbox, in[1].data.get(), b.data.get(), d->stream());
     }
     DeviceArray out = d->allocate(rt.dtype, rt.shape);
-    launch_dot_naive(rt.dtype, a.data.get(), b.data.get(), out.data.get(), p.batch, p.m, p.n, p.k,
-                     d->stream());
+    if (is_complex(rt.dtype))
+      launch_complex_dot(rt.dtype, a.data.get(), b.data.get(), out.data.get(), p.batch, p.m, p.n,
+                         p.k, d->stream());
+    else
+      launch_dot_naive(rt.dtype, a.data.get(), b.data.get(), out.data.get(), p.batch, p.m, p.n, p.k,
+                       d->stream());
     return one(std::move(out));
   };
 }
