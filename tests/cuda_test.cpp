@@ -798,6 +798,48 @@ TEST_F(CudaVsCpu, ComplexDotGeneralAndConverts) {
         {12, 6}, DType::F64, 0, 0);
 }
 
+// The element functions on complex values, in complex<double> on the device (cuda::std's
+// functions; the CPU's formulas for expm1, log1p and sign): within a few ULPs of the CPU's
+// (complex<double> for complex64, long double for complex128), on values in [-3, 3]^2.
+TEST_F(CudaVsCpu, ComplexFunctions) {
+  const char* unary[] = {"exponential", "exponential_minus_one",
+                         "log",         "log_plus_one",
+                         "sqrt",        "rsqrt",
+                         "cbrt",        "sign",
+                         "sine",        "cosine",
+                         "tan",         "tanh",
+                         "logistic",    "chlo.sinh",
+                         "chlo.cosh",   "chlo.asin",
+                         "chlo.acos",   "chlo.atan",
+                         "chlo.asinh",  "chlo.acosh",
+                         "chlo.atanh"};
+  for (DType t : {DType::F32, DType::F64}) {
+    const std::string r = std::string(mlir_name(t));
+    const std::string c = "tensor<64xcomplex<" + r + ">>", f = "tensor<64x" + r + ">";
+    const std::string f2 = "tensor<128x" + r + ">";
+    auto body = [&](const std::string& op, bool binary) {
+      const std::string name = std::string(op).starts_with("chlo.") ? op : "stablehlo." + op;
+      return "  %z = stablehlo.complex %a0, %a1 : " + c +
+             "\n  %w = stablehlo.complex %a2, %a3 : " + c + "\n  %y = " + name + " %z" +
+             (binary ? ", %w" : "") + " : " + c + "\n  %re = stablehlo.real %y : (" + c + ") -> " +
+             f + "\n  %im = stablehlo.imag %y : (" + c + ") -> " + f +
+             "\n  %o = stablehlo.concatenate %re, %im, dim = 0 : (" + f + ", " + f + ") -> " + f2 +
+             "\n  return %o : " + f2;
+    };
+    std::vector<HostTensor> args;
+    for (int i = 0; i < 4; ++i) args.push_back(finite_tensor(t, {64}, rng));
+    const double rtol = t == DType::F64 ? 1e-12 : 1e-5, atol = t == DType::F64 ? 1e-13 : 1e-6;
+    for (const char* op : unary) {
+      SCOPED_TRACE(op);
+      check(args, body(op, false), {128}, t, rtol, atol);
+    }
+    for (const char* op : {"power", "maximum", "minimum"}) {
+      SCOPED_TRACE(op);
+      check(args, body(op, true), {128}, t, rtol, atol);
+    }
+  }
+}
+
 // Quantized programs (lowered to integer and float ops by compiler/quantized.h) give the CPU's
 // stored integers bit for bit: quantize per tensor and per axis, an op on quantized values, and
 // dequantize.

@@ -49,6 +49,46 @@ CUJAX_HD inline double magnitude(Parts x) {
   return ::hypot(x.re, x.im);
 }
 
+// The CPU backend's formulas (backends/cpu/complex_kernels.cpp) for the functions the C
+// library has no complex form of, in double.
+
+// exp(z) - 1 without cancellation near 0: exp(x)cos(y) - 1 = expm1(x)cos(y) - 2 sin^2(y/2).
+CUJAX_HD inline Parts expm1(Parts z) {
+  if (z.im == 0) return {::expm1(z.re), z.im};
+  const double s = ::sin(z.im / 2);
+  return {::expm1(z.re) * ::cos(z.im) - 2 * s * s, ::exp(z.re) * ::sin(z.im)};
+}
+
+// log(1 + z): log|1+z| = log1p(2x + x^2 + y^2) / 2 where |z| < 1/2.
+CUJAX_HD inline Parts log1p(Parts z) {
+  const double x = z.re, y = z.im;
+  const double re =
+      ::hypot(x, y) < 0.5 ? ::log1p(x * (2 + x) + y * y) / 2 : ::log(::hypot(1 + x, y));
+  return {re, ::atan2(y, 1 + x)};
+}
+
+// z / |z|; zero stays zero (its signs kept), NaN parts give NaN, infinite parts their direction.
+CUJAX_HD inline Parts sign(Parts z) {
+  if (std::isnan(z.re) || std::isnan(z.im)) return {NAN, NAN};
+  if (z.re == 0 && z.im == 0) return z;
+  if (std::isinf(z.re) || std::isinf(z.im)) {
+    const double re = std::isinf(z.re) ? std::copysign(1.0, z.re) : 0;
+    const double im = std::isinf(z.im) ? std::copysign(1.0, z.im) : 0;
+    const double n = ::hypot(re, im);
+    return {re / n, im / n};
+  }
+  const double n = ::hypot(z.re, z.im);
+  return {z.re / n, z.im / n};
+}
+
+// Whether maximum (larger) or minimum picks x over y: by (real, imaginary); a NaN part wins.
+CUJAX_HD inline bool picks_first(Parts x, Parts y, bool larger) {
+  if (std::isnan(x.re) || std::isnan(x.im)) return true;
+  if (std::isnan(y.re) || std::isnan(y.im)) return false;
+  const bool x_larger = x.re > y.re || (x.re == y.re && x.im >= y.im);
+  return x_larger == larger;
+}
+
 // Rounded products, sums and differences that the device compiler may not fuse into an FMA.
 #ifdef __CUDA_ARCH__
 __device__ inline float mul_rn(float a, float b) {

@@ -77,6 +77,47 @@ DeviceKernel complex_kernel(const ir::Operation& op, Device* d) {
       if (v->type != rt) return {};
     return launch_as(it->second, rt.dtype, rt, d);
   }
+  static const std::map<std::string, ComplexFunction> functions = {
+      {"stablehlo.exponential", ComplexFunction::Exp},
+      {"stablehlo.exponential_minus_one", ComplexFunction::Expm1},
+      {"stablehlo.log", ComplexFunction::Log},
+      {"stablehlo.log_plus_one", ComplexFunction::Log1p},
+      {"stablehlo.sqrt", ComplexFunction::Sqrt},
+      {"stablehlo.rsqrt", ComplexFunction::Rsqrt},
+      {"stablehlo.cbrt", ComplexFunction::Cbrt},
+      {"stablehlo.sign", ComplexFunction::Sign},
+      {"stablehlo.sine", ComplexFunction::Sin},
+      {"stablehlo.cosine", ComplexFunction::Cos},
+      {"stablehlo.tan", ComplexFunction::Tan},
+      {"chlo.tan", ComplexFunction::Tan},
+      {"stablehlo.tanh", ComplexFunction::Tanh},
+      {"stablehlo.logistic", ComplexFunction::Logistic},
+      {"chlo.sinh", ComplexFunction::Sinh},
+      {"chlo.cosh", ComplexFunction::Cosh},
+      {"chlo.asin", ComplexFunction::Asin},
+      {"chlo.acos", ComplexFunction::Acos},
+      {"chlo.atan", ComplexFunction::Atan},
+      {"chlo.asinh", ComplexFunction::Asinh},
+      {"chlo.acosh", ComplexFunction::Acosh},
+      {"chlo.atanh", ComplexFunction::Atanh},
+      {"stablehlo.power", ComplexFunction::Power},
+      {"stablehlo.maximum", ComplexFunction::Maximum},
+      {"stablehlo.minimum", ComplexFunction::Minimum}};
+  if (auto it = functions.find(n); it != functions.end()) {
+    const ComplexFunction f = it->second;
+    const bool binary = f == ComplexFunction::Power || f == ComplexFunction::Maximum ||
+                        f == ComplexFunction::Minimum;
+    if (op.operands.size() != (binary ? 2u : 1u) || !is_complex(rt.dtype)) return {};
+    for (const ir::Value* v : op.operands)
+      if (v->type != rt) return {};
+    return [f, rt, d](std::span<const DeviceArray> in) {
+      DeviceArray out = d->allocate(rt.dtype, rt.shape);
+      launch_complex_function(f, rt.dtype, in[0].data.get(),
+                              in.size() > 1 ? in[1].data.get() : nullptr, out.data.get(),
+                              out.size(), d->stream());
+      return std::vector<DeviceArray>{out};
+    };
+  }
   if (n == "stablehlo.real" || n == "stablehlo.imag" || n == "stablehlo.abs") {
     if (op.operands.size() != 1 || !is_complex(a.dtype) || rt.dtype != complex_component(a.dtype))
       return {};

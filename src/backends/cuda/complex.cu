@@ -1,5 +1,7 @@
 // Element-wise kernels on complex values, with the formulas of backends/common/complex_math.h
 // (which the CPU tests check against the CPU backend's).
+#include <cuda/std/complex>
+
 #include "backends/common/complex_math.h"
 #include "backends/common/elementwise.h"
 #include "backends/cuda/complex.h"
@@ -73,6 +75,98 @@ __global__ void complex_kernel(ComplexOp op, const Stored<R>* a, const Stored<R>
   }
 }
 
+template <class R>
+__global__ void complex_function_kernel(ComplexFunction f, const Stored<R>* a, const Stored<R>* b,
+                                        Stored<R>* out, int64_t n) {
+  using Z = ::cuda::std::complex<double>;
+  for (int64_t i = thread_begin(); i < n; i += thread_stride()) {
+    const Stored<R> x = a[i];
+    if (f == ComplexFunction::Maximum || f == ComplexFunction::Minimum) {
+      out[i] = cplx::picks_first(load(x), load(b[i]), f == ComplexFunction::Maximum) ? x : b[i];
+      continue;
+    }
+    const Z z(x.re, x.im);
+    Z r;
+    switch (f) {
+      case ComplexFunction::Exp:
+        r = ::cuda::std::exp(z);
+        break;
+      case ComplexFunction::Expm1: {
+        const cplx::Parts p = cplx::expm1(load(x));
+        r = Z(p.re, p.im);
+        break;
+      }
+      case ComplexFunction::Log:
+        r = ::cuda::std::log(z);
+        break;
+      case ComplexFunction::Log1p: {
+        const cplx::Parts p = cplx::log1p(load(x));
+        r = Z(p.re, p.im);
+        break;
+      }
+      case ComplexFunction::Sqrt:
+        r = ::cuda::std::sqrt(z);
+        break;
+      case ComplexFunction::Rsqrt:
+        r = Z(1) / ::cuda::std::sqrt(z);
+        break;
+      case ComplexFunction::Cbrt:  // the principal cube root
+        r = ::cuda::std::polar(::cbrt(::cuda::std::abs(z)), ::cuda::std::arg(z) / 3);
+        break;
+      case ComplexFunction::Sign: {
+        const cplx::Parts p = cplx::sign(load(x));
+        r = Z(p.re, p.im);
+        break;
+      }
+      case ComplexFunction::Sin:
+        r = ::cuda::std::sin(z);
+        break;
+      case ComplexFunction::Cos:
+        r = ::cuda::std::cos(z);
+        break;
+      case ComplexFunction::Tan:
+        r = ::cuda::std::tan(z);
+        break;
+      case ComplexFunction::Tanh:
+        r = ::cuda::std::tanh(z);
+        break;
+      case ComplexFunction::Logistic:
+        r = Z(1) / (Z(1) + ::cuda::std::exp(-z));
+        break;
+      case ComplexFunction::Sinh:
+        r = ::cuda::std::sinh(z);
+        break;
+      case ComplexFunction::Cosh:
+        r = ::cuda::std::cosh(z);
+        break;
+      case ComplexFunction::Asin:
+        r = ::cuda::std::asin(z);
+        break;
+      case ComplexFunction::Acos:
+        r = ::cuda::std::acos(z);
+        break;
+      case ComplexFunction::Atan:
+        r = ::cuda::std::atan(z);
+        break;
+      case ComplexFunction::Asinh:
+        r = ::cuda::std::asinh(z);
+        break;
+      case ComplexFunction::Acosh:
+        r = ::cuda::std::acosh(z);
+        break;
+      case ComplexFunction::Atanh:
+        r = ::cuda::std::atanh(z);
+        break;
+      case ComplexFunction::Power:
+        r = ::cuda::std::pow(z, Z(b[i].re, b[i].im));
+        break;
+      default:
+        break;
+    }
+    out[i] = {static_cast<R>(r.real()), static_cast<R>(r.imag())};
+  }
+}
+
 // Between the two complex types: part by part.
 template <class FR, class TR>
 __global__ void complex_to_complex_kernel(const FR* in, TR* out, int64_t n) {
@@ -133,6 +227,18 @@ void launch_complex(ComplexOp op, DType t, const void* a, const void* b, void* o
     complex_kernel<double><<<grid_for(n), kBlock, 0, s>>>(
         op, static_cast<const Stored<double>*>(a), static_cast<const Stored<double>*>(b), out, n);
   CUJAX_CUDA_CHECK_LAUNCH("complex_kernel");
+}
+
+void launch_complex_function(ComplexFunction f, DType t, const void* a, const void* b, void* out,
+                             int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  visit_part(t, [&](auto part) {
+    using R = decltype(part);
+    complex_function_kernel<R><<<grid_for(n), kBlock, 0, s>>>(f, static_cast<const Stored<R>*>(a),
+                                                              static_cast<const Stored<R>*>(b),
+                                                              static_cast<Stored<R>*>(out), n);
+  });
+  CUJAX_CUDA_CHECK_LAUNCH("complex_function_kernel");
 }
 
 void launch_complex_convert(DType from, DType to, const void* in, void* out, int64_t n,
