@@ -25,8 +25,8 @@
 # GPU_CHECK_BUDGET=S changes the 8-minute budget (480 s).
 # Every stage runs with CUJAX_HOST_FALLBACK=error: an op that would run on the host fails its
 # program instead of running there (docs/cuda.md); only the complex/chlo and interpreter
-# folders, some of whose complex ops (transcendental functions, reductions, dot_general) and
-# narrow ops (bitcast_convert) have no device kernels yet, allow it.
+# folders, some of whose complex ops (reductions other than sums, sort) and narrow ops
+# (bitcast_convert) have no device kernels yet, allow it.
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build, configured with --preset default)
 #        scripts/gpu-check.sh --dry-run [BUILD_DIR]   prints the stages' commands and limits and
 #                                            the table's layout, runs none

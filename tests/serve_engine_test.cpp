@@ -186,11 +186,11 @@ TEST(ServeEngine, FirstRequestAfterStartIsNotSlowerThanLaterOnes) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   };
   // A single timing on a loaded 2-core machine can stall for a scheduler tick or two, so the
-  // first requests of five fresh engines are compared as a group: their median against the
-  // median of the later requests, with 1.5x and 5 ms of slack (with three engines, 3.6% of
-  // groups failed in 40 measured engines, whose first requests were no slower than the rest:
-  // 17.7 and 17.2 ms median; with five, none). A step compiled on the first request instead of
-  // in start() costs far more than that (tens of ms even for this model).
+  // first requests of five fresh engines are compared as a group: the fastest of them against
+  // the median of the later requests, with 1.5x and 5 ms of slack. A step compiled on the first
+  // request instead of in start() slows every first request by far more than that (tens of ms
+  // even for this model), while a stall slows some: the median of the five first requests
+  // failed once in a local `.ci/run` with builds running beside it (20.7 ms against 9.2 ms).
   std::vector<double> first, later;
   for (int e = 0; e < 5; ++e) {
     serve::Engine engine(model, params, /*max_batch=*/2, /*max_queue=*/4);
@@ -198,8 +198,9 @@ TEST(ServeEngine, FirstRequestAfterStartIsNotSlowerThanLaterOnes) {
     first.push_back(time_one(engine));
     for (int i = 0; i < 5; ++i) later.push_back(time_one(engine));
   }
-  EXPECT_LE(median(first), 1.5 * median(later) + 5.0)
-      << "first " << median(first) << " ms, later " << median(later) << " ms";
+  const double fastest_first = *std::min_element(first.begin(), first.end());
+  EXPECT_LE(fastest_first, 1.5 * median(later) + 5.0)
+      << "fastest first " << fastest_first << " ms, later " << median(later) << " ms";
 }
 
 TEST(ServeEngine, TopKKeepsTiedValuesAsGenerateDoes) {
