@@ -1,5 +1,5 @@
-// What the passes that rewrite function bodies (chlo decomposition, narrow-type widening,
-// outlining) copy unchanged from the module they read.
+// What the passes that rewrite function bodies (quantized-type lowering, chlo decomposition,
+// narrow-type widening, outlining) copy unchanged from the module they read.
 #pragma once
 
 #include <memory>
