@@ -231,5 +231,30 @@ func.func private @logaddexp(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
   }
 }
 
+// JAX's complex maximum as a reduce body (real/imag/compare/select on complex scalars): the
+// interpreter has no complex type, so it declines the region rather than read its values as
+// doubles.
+TEST(DevicePlan, ScalarProgramDeclinesComplexRegions) {
+  auto m = ir::parse_module(
+      R"(func.func @main(%a: tensor<4xcomplex<f32>>, %z: tensor<complex<f32>>) -> tensor<complex<f32>> {
+  %0 = stablehlo.reduce(%a init: %z) across dimensions = [0] : (tensor<4xcomplex<f32>>, tensor<complex<f32>>) -> tensor<complex<f32>>
+   reducer(%x: tensor<complex<f32>>, %y: tensor<complex<f32>>)  {
+    %1 = stablehlo.real %x : (tensor<complex<f32>>) -> tensor<f32>
+    %2 = stablehlo.real %y : (tensor<complex<f32>>) -> tensor<f32>
+    %3 = stablehlo.compare GT, %1, %2, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %4 = stablehlo.select %3, %x, %y : tensor<i1>, tensor<complex<f32>>
+    stablehlo.return %4 : tensor<complex<f32>>
+  }
+  return %0 : tensor<complex<f32>>
+})");
+  EXPECT_FALSE(scalar::compile(*first_op(*m).regions[0]).has_value());
+  auto sum = ir::parse_module(
+      R"(func.func @main(%a: tensor<4xcomplex<f32>>, %z: tensor<complex<f32>>) -> tensor<complex<f32>> {
+  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xcomplex<f32>>, tensor<complex<f32>>) -> tensor<complex<f32>>
+  return %0 : tensor<complex<f32>>
+})");
+  EXPECT_FALSE(scalar::compile(*first_op(*sum).regions[0]).has_value());
+}
+
 }  // namespace
 }  // namespace cujax

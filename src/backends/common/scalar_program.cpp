@@ -12,9 +12,10 @@ namespace cujax::scalar {
 namespace {
 
 // Rank-0 values of a type the interpreter computes on: narrow types (int4, float8_e4m3fn, ...)
-// have no C++ type of their own, so regions on them run as compiled programs.
+// have no C++ type of their own, and complex ones are not among dispatch()'s types (a
+// complex64's bits would pass for a double's), so regions on them run as compiled programs.
 bool is_scalar(const ir::Type& t) {
-  return !t.is_token && t.rank() == 0 && !is_narrow(t.dtype);
+  return !t.is_token && t.rank() == 0 && !is_narrow(t.dtype) && !is_complex(t.dtype);
 }
 
 std::optional<uint8_t> direction(const std::string& s) {
