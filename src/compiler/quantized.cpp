@@ -6,6 +6,7 @@
 
 #include "compiler/module_copy.h"
 #include "cujax/core/error.h"
+#include "ir/pass_through.h"
 #include "ir/type_walk.h"
 
 namespace cujax::compiler {
@@ -31,16 +32,6 @@ bool touches_quantized(const ir::Operation& op) {
   return ir::op_has_type(op, is_quantized_type);
 }
 
-// Ops that pass their values along without computing on them: quantized values go through them
-// as their stored integers.
-bool passes_along(const ir::Operation& op) {
-  const std::string& n = op.name;
-  if (!n.starts_with("stablehlo.") && !n.starts_with("chlo.")) return true;
-  return n == "stablehlo.while" || n == "stablehlo.if" || n == "stablehlo.case" ||
-         n == "stablehlo.optimization_barrier" || n == "stablehlo.custom_call" ||
-         n == "stablehlo.return";
-}
-
 class Rewriter {
  public:
   void region(const ir::Region& from, ir::Region& to, ValueMap& map) {
@@ -61,7 +52,8 @@ class Rewriter {
     std::vector<V> operands;
     for (const ir::Value* v : o.operands) operands.push_back(map.at(v));
     const std::string& n = o.name;
-    if (!touches_quantized(o) || passes_along(o)) {
+    // Quantized values go through the ops that pass values along as their stored integers.
+    if (!touches_quantized(o) || ir::passes_values_along(o)) {
       copy(o, to, std::move(operands), map);
     } else if (n == "stablehlo.uniform_quantize") {
       const ir::Type& in = o.operands[0]->type;
@@ -114,10 +106,7 @@ class Rewriter {
                        std::vector<ir::Type> types) {
     auto c = ir::make_op(o.name, std::move(operands), types);
     c->attributes = o.attributes;
-    c->loc = o.loc;
-    c->line = o.line;
-    c->column = o.column;
-    ir::Operation* placed = to.push_back(std::move(c));
+    ir::Operation* placed = push_at(to, std::move(c), o);
     for (size_t i = 0; i < o.results.size(); ++i)
       placed->results[i]->name_hint = o.results[i]->name_hint;
     return placed;
@@ -134,23 +123,25 @@ class Rewriter {
     return placed;
   }
 
-  V emit(ir::Block& to, const std::string& name, std::vector<V> operands, const ir::Type& type,
-         const ir::Operation& at) {
-    auto c = ir::make_op(name, std::move(operands), {type});
+  // `c` appended to `to` at `at`'s position in the text.
+  static ir::Operation* push_at(ir::Block& to, std::unique_ptr<ir::Operation> c,
+                                const ir::Operation& at) {
     c->loc = at.loc;
     c->line = at.line;
     c->column = at.column;
-    return to.push_back(std::move(c))->result(0);
+    return to.push_back(std::move(c));
+  }
+
+  V emit(ir::Block& to, const std::string& name, std::vector<V> operands, const ir::Type& type,
+         const ir::Operation& at) {
+    return push_at(to, ir::make_op(name, std::move(operands), {type}), at)->result(0);
   }
 
   V constant(ir::Block& to, HostTensor value, const ir::Operation& at) {
     auto c =
         ir::make_op("stablehlo.constant", {}, {ir::Type::tensor(value.shape(), value.dtype())});
     c->set_attr("value", ir::Attribute::dense_elements(std::move(value)));
-    c->loc = at.loc;
-    c->line = at.line;
-    c->column = at.column;
-    return to.push_back(std::move(c))->result(0);
+    return push_at(to, std::move(c), at)->result(0);
   }
 
   // One value per scale or zero point of `t`, as a tensor of `t`'s shape and element type
@@ -171,10 +162,7 @@ class Rewriter {
         "broadcast_dimensions",
         ir::Attribute::dense_array(per_axis ? std::vector<int64_t>{*q.quantization_dimension}
                                             : std::vector<int64_t>{}));
-    b->loc = at.loc;
-    b->line = at.line;
-    b->column = at.column;
-    return to.push_back(std::move(b))->result(0);
+    return push_at(to, std::move(b), at)->result(0);
   }
 
   V scalar(ir::Block& to, double value, DType dtype, const ir::Operation& at) {

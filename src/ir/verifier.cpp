@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "cujax/core/error.h"
+#include "ir/pass_through.h"
+#include "ir/type_walk.h"
 
 namespace cujax::ir {
 namespace {
@@ -1776,20 +1778,13 @@ class Verifier {
   // (control flow, calls, custom calls) check the quantized types themselves. Computing ops with
   // a region (reduce, sort, ...) are not supported on quantized values (compiler/quantized.h).
   static void view_quantized(const Operation& op, OpCheck& c) {
-    bool quantized = false;
-    for (const Value* v : op.operands) quantized = quantized || v->type.is_quantized();
-    for (const auto& r : op.results) quantized = quantized || r->type.is_quantized();
-    if (!quantized) return;
+    if (!op_has_type(op, [](const Type& t) { return t.is_quantized(); })) return;
     const std::string& n = op.name;
     if (n == "stablehlo.bitcast_convert") {
       c.view_quantized_as([](const Type& t) { return Type::tensor(t.shape, t.dtype); });
-    } else if ((n.starts_with("stablehlo.") || n.starts_with("chlo.")) &&
-               n != "stablehlo.uniform_quantize" && n != "stablehlo.uniform_dequantize" &&
-               n != "stablehlo.constant" && n != "stablehlo.while" && n != "stablehlo.if" &&
-               n != "stablehlo.case" && n != "stablehlo.optimization_barrier" &&
-               n != "stablehlo.custom_call" && n != "stablehlo.return") {
-      if (!op.regions.empty())
-        c.fail("quantized values in an op with a region are not supported");
+    } else if (!passes_values_along(op) && n != "stablehlo.uniform_quantize" &&
+               n != "stablehlo.uniform_dequantize" && n != "stablehlo.constant") {
+      if (!op.regions.empty()) c.fail("quantized values in an op with a region are not supported");
       c.view_quantized_as(
           [](const Type& t) { return Type::tensor(t.shape, t.quantized->expressed); });
     }

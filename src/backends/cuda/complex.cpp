@@ -70,11 +70,15 @@ DeviceKernel complex_kernel(const ir::Operation& op, Device* d) {
       {"stablehlo.multiply", ComplexOp::Multiply},
       {"stablehlo.divide", ComplexOp::Divide},
       {"stablehlo.negate", ComplexOp::Negate}};
-  if (auto it = same_type.find(n); it != same_type.end()) {
-    const size_t arity = it->second == ComplexOp::Negate ? 1 : 2;
-    if (op.operands.size() != arity || !is_complex(rt.dtype)) return {};
+  // `arity` operands, each of the result's complex type.
+  auto operands_of_result_type = [&](size_t arity) {
+    if (op.operands.size() != arity || !is_complex(rt.dtype)) return false;
     for (const ir::Value* v : op.operands)
-      if (v->type != rt) return {};
+      if (v->type != rt) return false;
+    return true;
+  };
+  if (auto it = same_type.find(n); it != same_type.end()) {
+    if (!operands_of_result_type(it->second == ComplexOp::Negate ? 1 : 2)) return {};
     return launch_as(it->second, rt.dtype, rt, d);
   }
   static const std::map<std::string, ComplexFunction> functions = {
@@ -107,9 +111,7 @@ DeviceKernel complex_kernel(const ir::Operation& op, Device* d) {
     const ComplexFunction f = it->second;
     const bool binary = f == ComplexFunction::Power || f == ComplexFunction::Maximum ||
                         f == ComplexFunction::Minimum;
-    if (op.operands.size() != (binary ? 2u : 1u) || !is_complex(rt.dtype)) return {};
-    for (const ir::Value* v : op.operands)
-      if (v->type != rt) return {};
+    if (!operands_of_result_type(binary ? 2 : 1)) return {};
     return [f, rt, d](std::span<const DeviceArray> in) {
       DeviceArray out = d->allocate(rt.dtype, rt.shape);
       launch_complex_function(f, rt.dtype, in[0].data.get(),
