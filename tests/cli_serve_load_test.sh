@@ -21,8 +21,7 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 failures=0
 scale="${CUJAX_TEST_TIME_SCALE:-1}"
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-port=$((20000 + RANDOM % 20000))
-url="http://127.0.0.1:$port"
+source "$(dirname "$0")/serve_test_lib.sh"
 
 # A 2-step tiny model: what it says does not matter, only that it is served.
 printf 'The model serves text under load.\n%.0s' $(seq 200) >"$work/corpus.txt"
@@ -30,13 +29,8 @@ printf 'The model serves text under load.\n%.0s' $(seq 200) >"$work/corpus.txt"
   --eval-every 2 --eval-batches 1 --out "$work/model" >/dev/null 2>&1 || { echo "train failed"; exit 1; }
 max_len=$(/usr/bin/python3 -c "import json;print(json.load(open('$work/model/config.json'))['model']['max_len'])")
 
-start() {  # start ARGS...: serves the model and waits for /healthz 200
-  "$cujax" serve --model "$work/model" --port "$port" "$@" >"$work/serve.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 600); do  # a sanitizer build compiles the buckets slowly
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] && return 0
-    sleep 0.1
-  done
+start() {  # start ARGS...: serves the model on a free port ($url) and waits for /healthz 200
+  serve_start "$work/serve.log" --model "$work/model" "$@" && return 0
   echo "FAIL: not ready: $(cat "$work/serve.log")"
   exit 1
 }

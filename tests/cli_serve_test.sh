@@ -17,8 +17,7 @@ pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-port=$((20000 + RANDOM % 20000))
-url="http://127.0.0.1:$port"
+source "$src/tests/serve_test_lib.sh"
 
 cat "$src"/docs/*.md >"$work/corpus.txt"
 "$cujax" train --config tiny --data "$work/corpus.txt" --steps 2 --batch 2 --seq 16 --log-every 1 \
@@ -26,13 +25,8 @@ cat "$src"/docs/*.md >"$work/corpus.txt"
 echo secret-token >"$work/token"
 
 model="$work/model"  # what start serves: the folder, or a serving bundle
-start() {  # start ARGS...: serves $model and waits for /healthz 200
-  "$cujax" serve --model "$model" --port "$port" "$@" >"$work/serve.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 100); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] && return 0
-    sleep 0.1
-  done
+start() {  # start ARGS...: serves $model on a free port ($url) and waits for /healthz 200
+  serve_start "$work/serve.log" --model "$model" "$@" && return 0
   fail "not ready: $(cat "$work/serve.log")"
   exit 1
 }
@@ -236,7 +230,7 @@ stop || fail "bundle: SIGTERM: nonzero exit"
 serve_error() {  # serve_error FILE MESSAGE ARGS...: `cujax serve` exits 2 saying MESSAGE
   local file="$1" message="$2"
   shift 2
-  "$cujax" serve --model "$file" --port "$port" "$@" >"$work/err" 2>&1
+  "$cujax" serve --model "$file" --port 0 "$@" >"$work/err" 2>&1
   local rc=$?
   [ $rc = 2 ] && grep -qF -- "$message" "$work/err" || fail "serve $*: exit $rc: $(cat "$work/err")"
 }
@@ -283,7 +277,7 @@ PY
 
 # --max-seq bounds prompt + generated tokens; outside [2, max_len] it is a usage error.
 for bad in 1 $((max_len + 1)); do
-  "$cujax" serve --model "$work/model" --port "$port" --max-seq "$bad" >"$work/err" 2>&1
+  "$cujax" serve --model "$work/model" --port 0 --max-seq "$bad" >"$work/err" 2>&1
   [ $? = 2 ] && grep -q max-seq "$work/err" || fail "--max-seq $bad: $(cat "$work/err")"
 done
 start --max-batch 2 --max-seq 8

@@ -101,16 +101,19 @@ int serve_command(const std::vector<std::string>& argv) {
   const int64_t max_queue = args.integer("max-queue", 4 * steps.max_batch, 0);
   serve::Engine engine(std::move(steps), max_queue);
   HttpServer server(engine, std::move(http));
+  int bound_port = 0;
   try {
-    server.listen(host, static_cast<int>(port));
+    bound_port = server.listen(host, static_cast<int>(port));
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
+  // Before the compiles, so that a caller who asked for --port 0 learns the port at once.
+  std::fprintf(stderr, "cujax serve: listening on http://%s:%d\n", host.c_str(), bound_port);
   engine.start();  // /healthz answers 503 until this returns
   std::fprintf(stderr,
-               "cujax serve: ready on http://%s:%lld (max-batch %lld, max-seq %lld, compiles "
+               "cujax serve: ready on http://%s:%d (max-batch %lld, max-seq %lld, compiles "
                "%lld)\n",
-               host.c_str(), static_cast<long long>(port),
+               host.c_str(), bound_port,
                static_cast<long long>(engine.max_batch()), static_cast<long long>(engine.max_seq()),
                static_cast<long long>(global_compile_count()));
   std::signal(SIGTERM, [](int) { g_terminate = true; });
