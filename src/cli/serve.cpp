@@ -113,8 +113,8 @@ int serve_command(const std::vector<std::string>& argv) {
   std::fprintf(stderr,
                "cujax serve: ready on http://%s:%d (max-batch %lld, max-seq %lld, compiles "
                "%lld)\n",
-               host.c_str(), bound_port,
-               static_cast<long long>(engine.max_batch()), static_cast<long long>(engine.max_seq()),
+               host.c_str(), bound_port, static_cast<long long>(engine.max_batch()),
+               static_cast<long long>(engine.max_seq()),
                static_cast<long long>(global_compile_count()));
   std::signal(SIGTERM, [](int) { g_terminate = true; });
   std::signal(SIGINT, [](int) { g_terminate = true; });
