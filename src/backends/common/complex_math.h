@@ -12,9 +12,12 @@
 
 namespace cujax::cplx {
 
-struct Parts {
-  double re, im;
+// A complex value as its two parts; the cuda backend computes in Parts.
+template <class R>
+struct PartsOf {
+  R re, im;
 };
+using Parts = PartsOf<double>;
 
 // a*b - c*d with one rounding (Kahan: the error of c*d is recovered by an FMA). An exact c*d
 // adds nothing, so that zeros keep the sign the plain formula gives them.
@@ -49,40 +52,45 @@ CUJAX_HD inline double magnitude(Parts x) {
   return ::hypot(x.re, x.im);
 }
 
-// The CPU backend's formulas (backends/cpu/complex_kernels.cpp) for the functions the C
-// library has no complex form of, in double.
+// Both backends' formulas for the functions the C library has no complex form of, on parts of
+// type R: the cuda backend computes them in double, the CPU backend in its wider type
+// (backends/cpu/complex_kernels.cpp).
 
 // exp(z) - 1 without cancellation near 0: exp(x)cos(y) - 1 = expm1(x)cos(y) - 2 sin^2(y/2).
-CUJAX_HD inline Parts expm1(Parts z) {
-  if (z.im == 0) return {::expm1(z.re), z.im};
-  const double s = ::sin(z.im / 2);
-  return {::expm1(z.re) * ::cos(z.im) - 2 * s * s, ::exp(z.re) * ::sin(z.im)};
+template <class R>
+CUJAX_HD inline PartsOf<R> expm1(PartsOf<R> z) {
+  if (z.im == 0) return {std::expm1(z.re), z.im};
+  const R s = std::sin(z.im / 2);
+  return {std::expm1(z.re) * std::cos(z.im) - 2 * s * s, std::exp(z.re) * std::sin(z.im)};
 }
 
 // log(1 + z): log|1+z| = log1p(2x + x^2 + y^2) / 2 where |z| < 1/2.
-CUJAX_HD inline Parts log1p(Parts z) {
-  const double x = z.re, y = z.im;
-  const double re =
-      ::hypot(x, y) < 0.5 ? ::log1p(x * (2 + x) + y * y) / 2 : ::log(::hypot(1 + x, y));
-  return {re, ::atan2(y, 1 + x)};
+template <class R>
+CUJAX_HD inline PartsOf<R> log1p(PartsOf<R> z) {
+  const R x = z.re, y = z.im;
+  const R re = std::hypot(x, y) < R(0.5) ? std::log1p(x * (2 + x) + y * y) / 2
+                                         : std::log(std::hypot(1 + x, y));
+  return {re, std::atan2(y, 1 + x)};
 }
 
 // z / |z|; zero stays zero (its signs kept), NaN parts give NaN, infinite parts their direction.
-CUJAX_HD inline Parts sign(Parts z) {
-  if (std::isnan(z.re) || std::isnan(z.im)) return {NAN, NAN};
+template <class R>
+CUJAX_HD inline PartsOf<R> sign(PartsOf<R> z) {
+  if (std::isnan(z.re) || std::isnan(z.im)) return {R(NAN), R(NAN)};
   if (z.re == 0 && z.im == 0) return z;
   if (std::isinf(z.re) || std::isinf(z.im)) {
-    const double re = std::isinf(z.re) ? std::copysign(1.0, z.re) : 0;
-    const double im = std::isinf(z.im) ? std::copysign(1.0, z.im) : 0;
-    const double n = ::hypot(re, im);
+    const R re = std::isinf(z.re) ? std::copysign(R(1), z.re) : R(0);
+    const R im = std::isinf(z.im) ? std::copysign(R(1), z.im) : R(0);
+    const R n = std::hypot(re, im);
     return {re / n, im / n};
   }
-  const double n = ::hypot(z.re, z.im);
+  const R n = std::hypot(z.re, z.im);
   return {z.re / n, z.im / n};
 }
 
 // Whether maximum (larger) or minimum picks x over y: by (real, imaginary); a NaN part wins.
-CUJAX_HD inline bool picks_first(Parts x, Parts y, bool larger) {
+template <class R>
+CUJAX_HD inline bool picks_first(PartsOf<R> x, PartsOf<R> y, bool larger) {
   if (std::isnan(x.re) || std::isnan(x.im)) return true;
   if (std::isnan(y.re) || std::isnan(y.im)) return false;
   const bool x_larger = x.re > y.re || (x.re == y.re && x.im >= y.im);

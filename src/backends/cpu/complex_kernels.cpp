@@ -14,6 +14,8 @@
 #include <utility>
 
 #include "backends/cpu/complex_kernels.h"
+
+#include "backends/common/complex_math.h"
 #include "backends/cpu/elementwise_ops.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
@@ -132,47 +134,12 @@ Kernel map2(const ir::Operation& op, Fn fn) {
 // ---------------------------------------------------------------------------------------------
 // Element functions on the wide type W = std::complex<long double or double>.
 
+// complex_math.h's formulas, shared with the cuda backend, in W's part type.
 template <class W>
-W expm1_c(const W& z) {
-  // exp(x)cos(y) - 1 = expm1(x)cos(y) + (cos(y) - 1), with cos(y) - 1 = -2 sin^2(y/2): no
-  // cancellation near 0.
-  using R = typename W::value_type;
-  const R x = z.real(), y = z.imag();
-  if (y == 0) return {std::expm1(x), y};
-  const R s = std::sin(y / 2);
-  return {std::expm1(x) * std::cos(y) - 2 * s * s, std::exp(x) * std::sin(y)};
-}
-
-template <class W>
-W log1p_c(const W& z) {
-  // log|1+z| = log1p(2x + x^2 + y^2) / 2 where |z| is small; log(|1+z|) elsewhere.
-  using R = typename W::value_type;
-  const R x = z.real(), y = z.imag();
-  const R m = std::hypot(x, y);
-  R re;
-  if (m < R(0.5)) {
-    re = std::log1p(x * (2 + x) + y * y) / 2;
-  } else {
-    re = std::log(std::hypot(1 + x, y));
-  }
-  return {re, std::atan2(y, 1 + x)};
-}
-
-template <class W>
-W sign_c(const W& z) {
-  using R = typename W::value_type;
-  if (std::isnan(z.real()) || std::isnan(z.imag()))
-    return {std::numeric_limits<R>::quiet_NaN(), std::numeric_limits<R>::quiet_NaN()};
-  if (z.real() == 0 && z.imag() == 0) return z;
-  if (std::isinf(z.real()) || std::isinf(z.imag())) {
-    // The direction of the infinite part(s).
-    const R re = std::isinf(z.real()) ? std::copysign(R(1), z.real()) : 0;
-    const R im = std::isinf(z.imag()) ? std::copysign(R(1), z.imag()) : 0;
-    const R n = std::hypot(re, im);
-    return {re / n, im / n};
-  }
-  const R n = std::hypot(z.real(), z.imag());
-  return {z.real() / n, z.imag() / n};
+W on_parts(cplx::PartsOf<typename W::value_type> (*fn)(cplx::PartsOf<typename W::value_type>),
+           const W& z) {
+  const auto p = fn({z.real(), z.imag()});
+  return {p.re, p.im};
 }
 
 template <class W>
@@ -180,12 +147,11 @@ W logistic_c(const W& z) {
   return W(1) / (W(1) + std::exp(-z));
 }
 
+// maximum and minimum: complex_math.h's order, in C's part type (comparisons are exact).
 template <class C>
 C lexicographic_pick(C x, C y, bool larger) {
-  if (std::isnan(x.real()) || std::isnan(x.imag())) return x;
-  if (std::isnan(y.real()) || std::isnan(y.imag())) return y;
-  const bool x_larger = x.real() > y.real() || (x.real() == y.real() && x.imag() >= y.imag());
-  return x_larger == larger ? x : y;
+  using P = cplx::PartsOf<typename C::value_type>;
+  return cplx::picks_first(P{x.real(), x.imag()}, P{y.real(), y.imag()}, larger) ? x : y;
 }
 
 // Unary ops whose result type is the operand's complex type; nullptr for others.
@@ -198,12 +164,13 @@ Kernel complex_unary(const ir::Operation& op) {
   const std::string& n = op.name;
   if (n == "stablehlo.negate") return map1<C, C>(op, [](C x) { return -x; });
   if (n == "stablehlo.exponential") return wide([](W z) { return std::exp(z); });
-  if (n == "stablehlo.exponential_minus_one") return wide([](W z) { return expm1_c(z); });
+  if (n == "stablehlo.exponential_minus_one")
+    return wide([](W z) { return on_parts(cplx::expm1, z); });
   if (n == "stablehlo.log") return wide([](W z) { return std::log(z); });
-  if (n == "stablehlo.log_plus_one") return wide([](W z) { return log1p_c(z); });
+  if (n == "stablehlo.log_plus_one") return wide([](W z) { return on_parts(cplx::log1p, z); });
   if (n == "stablehlo.sqrt") return wide([](W z) { return std::sqrt(z); });
   if (n == "stablehlo.rsqrt") return wide([](W z) { return W(1) / std::sqrt(z); });
-  if (n == "stablehlo.sign") return wide([](W z) { return sign_c(z); });
+  if (n == "stablehlo.sign") return wide([](W z) { return on_parts(cplx::sign, z); });
   if (n == "stablehlo.sine") return wide([](W z) { return std::sin(z); });
   if (n == "stablehlo.cosine") return wide([](W z) { return std::cos(z); });
   if (n == "stablehlo.tan") return wide([](W z) { return std::tan(z); });

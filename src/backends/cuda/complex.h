@@ -38,8 +38,8 @@ enum class ComplexOp {
 // Element functions on complex values, computed in complex<double> and rounded once to the
 // operand type, as the CPU backend computes complex64 ones (its complex128 ones in long double,
 // which the device has not): the C++ library's functions (cuda::std's, with C99's branch cuts, as
-// the CPU's C library), and the CPU's own formulas (complex_math.h) for expm1, log1p, sign,
-// maximum and minimum (by (real, imaginary)). Power, Maximum and Minimum read `b` too.
+// the CPU's C library), and the formulas both backends share (complex_math.h) for expm1, log1p,
+// sign, maximum and minimum (by (real, imaginary)). Power, Maximum and Minimum read `b` too.
 enum class ComplexFunction {
   Exp,
   Expm1,
