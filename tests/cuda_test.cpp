@@ -840,6 +840,55 @@ TEST_F(CudaVsCpu, ComplexFunctions) {
   }
 }
 
+// Complex64 reductions with JAX's max body and a sort with a (real, imaginary) comparator, run by
+// the region interpreter on the device (it selects and splits complex64 bit patterns): the CPU's
+// bits, ties in the real part included.
+TEST_F(CudaVsCpu, Complex64ReduceMaxAndSortRegions) {
+  const std::string e = "tensor<complex<f32>>", f = "tensor<f32>", i1 = "tensor<i1>";
+  const std::string c = "tensor<16x32xcomplex<f32>>", c16 = "tensor<16xcomplex<f32>>";
+  const std::string r = "tensor<16x32xf32>", r16 = "tensor<16xf32>", r1 = "tensor<16x1xf32>";
+  auto op = [&](const std::string& v, const std::string& name, const std::string& args,
+                const std::string& type) {
+    return "    " + v + " = " + name + " " + args + " : " + type + "\n";
+  };
+  auto cmp = [&](const std::string& v, const std::string& dir, const std::string& args,
+                 const char* kind) {
+    return op(v, "stablehlo.compare " + dir + ",", args + ", " + kind,
+              "(" + f + ", " + f + ") -> " + i1);
+  };
+  const std::string parts = op("%1", "stablehlo.real", "%x", "(" + e + ") -> " + f) +
+                            op("%2", "stablehlo.real", "%y", "(" + e + ") -> " + f) +
+                            op("%3", "stablehlo.imag", "%x", "(" + e + ") -> " + f) +
+                            op("%4", "stablehlo.imag", "%y", "(" + e + ") -> " + f);
+  const std::string body =
+      "  %z = stablehlo.complex %a0, %a1 : " + c + "\n" +
+      "  %ninf = stablehlo.constant dense<(0xFF800000, 0.0)> : " + e + "\n" +
+      "  %m = stablehlo.reduce(%z init: %ninf) across dimensions = [1] : (" + c + ", " + e +
+      ") -> " + c16 + "\n   reducer(%x: " + e + ", %y: " + e + ")  {\n" + parts +
+      cmp("%5", "EQ", "%1, %2", "FLOAT") + cmp("%6", "GT", "%1, %2", "FLOAT") +
+      cmp("%7", "GT", "%3, %4", "FLOAT") +
+      op("%8", "stablehlo.select", "%5, %7, %6", i1 + ", " + i1) +
+      op("%9", "stablehlo.select", "%8, %x, %y", i1 + ", " + e) + "    stablehlo.return %9 : " + e +
+      "\n  }\n  %s = \"stablehlo.sort\"(%z) <{dimension = 1 : i64, is_stable = true}> ({\n" +
+      "  ^bb0(%x: " + e + ", %y: " + e + "):\n" + parts + cmp("%5", "LT", "%1, %2", "TOTALORDER") +
+      cmp("%6", "EQ", "%1, %2", "TOTALORDER") + cmp("%7", "LT", "%3, %4", "TOTALORDER") +
+      op("%8", "stablehlo.and", "%6, %7", i1) + op("%9", "stablehlo.or", "%5, %8", i1) +
+      "    stablehlo.return %9 : " + i1 + "\n  }) : (" + c + ") -> " + c + "\n" +
+      "  %mr = stablehlo.real %m : (" + c16 + ") -> " + r16 + "\n" +
+      "  %mi = stablehlo.imag %m : (" + c16 + ") -> " + r16 + "\n" +
+      "  %mr2 = stablehlo.reshape %mr : (" + r16 + ") -> " + r1 + "\n" +
+      "  %mi2 = stablehlo.reshape %mi : (" + r16 + ") -> " + r1 + "\n" +
+      "  %sr = stablehlo.real %s : (" + c + ") -> " + r + "\n" + "  %si = stablehlo.imag %s : (" +
+      c + ") -> " + r + "\n" + "  %o = stablehlo.concatenate %sr, %si, %mr2, %mi2, dim = 1 : (" +
+      r + ", " + r + ", " + r1 + ", " + r1 +
+      ") -> tensor<16x66xf32>\n  return %o : tensor<16x66xf32>";
+  // Every third real part rounded to an integer: ties that the imaginary parts decide.
+  HostTensor re = finite_tensor(DType::F32, {16, 32}, rng);
+  for (int64_t i = 0; i < re.size(); i += 3)
+    re.data_as<float>()[i] = std::round(re.data_as<float>()[i]);
+  check({re, finite_tensor(DType::F32, {16, 32}, rng)}, body, {16, 66}, DType::F32, 0, 0);
+}
+
 // Quantized programs (lowered to integer and float ops by compiler/quantized.h) give the CPU's
 // stored integers bit for bit: quantize per tensor and per axis, an op on quantized values, and
 // dequantize.

@@ -4,6 +4,8 @@
 // backend: indexing mistakes show up without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <complex>
 #include <cstring>
 #include <random>
 #include <string>
@@ -231,29 +233,146 @@ func.func private @logaddexp(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
   }
 }
 
-// JAX's complex maximum as a reduce body (real/imag/compare/select on complex scalars): the
-// interpreter has no complex type, so it declines the region rather than read its values as
-// doubles.
-TEST(DevicePlan, ScalarProgramDeclinesComplexRegions) {
+HostTensor c64_tensor(const std::vector<std::complex<float>>& v, Shape shape) {
+  return HostTensor::from_bytes(
+      DType::C64, std::move(shape),
+      {reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(v[0])});
+}
+
+uint64_t c64_bits(std::complex<float> z) {
+  uint64_t b;
+  std::memcpy(&b, &z, sizeof b);
+  return b;
+}
+
+// Rows with ties in the real part, signed zeros and a NaN: where an order could go wrong.
+std::vector<std::complex<float>> complex_rows() {
+  return {{1, 2},     {3, 4},     {3, -1},   {-2, 9},  {3, 0}, {0, 1},
+          {-0.0f, 5}, {0, -5},    {-1, 0},   {-1, 2},  {7, 7}, {NAN, 1},
+          {2, -3},    {2, -3.5f}, {-4, 0},   {2, 3},   {5, 0}, {5, -0.0f},
+          {-6, 1},    {4, 4},     {4, 4.5f}, {-9, -9}, {8, 0}, {-0.0f, -0.0f}};
+}
+
+// JAX's complex maximum as a reduce body: real, imag, compare and select on complex64 scalars,
+// which the interpreter selects and splits as bit patterns; folded here over each row as the
+// device's reduce kernel does, against the CPU backend, bit for bit.
+TEST(DevicePlan, ScalarProgramRunsComplex64MaxLikeTheCpu) {
   auto m = ir::parse_module(
-      R"(func.func @main(%a: tensor<4xcomplex<f32>>, %z: tensor<complex<f32>>) -> tensor<complex<f32>> {
-  %0 = stablehlo.reduce(%a init: %z) across dimensions = [0] : (tensor<4xcomplex<f32>>, tensor<complex<f32>>) -> tensor<complex<f32>>
+      R"(func.func @main(%a: tensor<3x8xcomplex<f32>>, %z: tensor<complex<f32>>) -> tensor<3xcomplex<f32>> {
+  %0 = stablehlo.reduce(%a init: %z) across dimensions = [1] : (tensor<3x8xcomplex<f32>>, tensor<complex<f32>>) -> tensor<3xcomplex<f32>>
    reducer(%x: tensor<complex<f32>>, %y: tensor<complex<f32>>)  {
     %1 = stablehlo.real %x : (tensor<complex<f32>>) -> tensor<f32>
     %2 = stablehlo.real %y : (tensor<complex<f32>>) -> tensor<f32>
-    %3 = stablehlo.compare GT, %1, %2, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-    %4 = stablehlo.select %3, %x, %y : tensor<i1>, tensor<complex<f32>>
-    stablehlo.return %4 : tensor<complex<f32>>
+    %3 = stablehlo.compare EQ, %1, %2, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %4 = stablehlo.compare GT, %1, %2, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %5 = stablehlo.imag %x : (tensor<complex<f32>>) -> tensor<f32>
+    %6 = stablehlo.imag %y : (tensor<complex<f32>>) -> tensor<f32>
+    %7 = stablehlo.compare GT, %5, %6, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %8 = stablehlo.select %3, %7, %4 : tensor<i1>, tensor<i1>
+    %9 = stablehlo.select %8, %x, %y : tensor<i1>, tensor<complex<f32>>
+    stablehlo.return %9 : tensor<complex<f32>>
   }
-  return %0 : tensor<complex<f32>>
+  return %0 : tensor<3xcomplex<f32>>
 })");
-  EXPECT_FALSE(scalar::compile(*first_op(*m).regions[0]).has_value());
-  auto sum = ir::parse_module(
-      R"(func.func @main(%a: tensor<4xcomplex<f32>>, %z: tensor<complex<f32>>) -> tensor<complex<f32>> {
-  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xcomplex<f32>>, tensor<complex<f32>>) -> tensor<complex<f32>>
-  return %0 : tensor<complex<f32>>
+  const auto rows = complex_rows();
+  const std::complex<float> init(-INFINITY, 0);
+  const auto want = run_cpu(*m, {c64_tensor(rows, {3, 8}), c64_tensor({init}, {})});
+  const auto prog = scalar::compile(*first_op(*m).regions[0]);
+  ASSERT_TRUE(prog.has_value());
+  for (int row = 0; row < 3; ++row) {
+    uint64_t acc = c64_bits(init);
+    for (int k = 0; k < 8; ++k) {
+      const uint64_t args[2] = {acc, c64_bits(rows[row * 8 + k])};
+      prog->run(args, &acc);
+    }
+    EXPECT_EQ(acc, c64_bits(want[0].data_as<std::complex<float>>()[row])) << "row " << row;
+  }
+}
+
+// A sort comparator in JAX's form for complex64 (by real part, then imaginary part, in total
+// order, with -0 read as 0 through a constant), as the device's comparison sort calls
+// it, against the CPU backend's stable sort of each row, bit for bit.
+TEST(DevicePlan, ScalarProgramSortsComplex64LikeTheCpu) {
+  auto m = ir::parse_module(
+      R"(func.func @main(%a: tensor<3x8xcomplex<f32>>) -> tensor<3x8xcomplex<f32>> {
+  %0 = "stablehlo.sort"(%a) <{dimension = 1 : i64, is_stable = true}> ({
+  ^bb0(%x: tensor<complex<f32>>, %y: tensor<complex<f32>>):
+    %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %1 = stablehlo.real %x : (tensor<complex<f32>>) -> tensor<f32>
+    %2 = stablehlo.compare EQ, %1, %zero, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %3 = stablehlo.select %2, %zero, %1 : tensor<i1>, tensor<f32>
+    %4 = stablehlo.real %y : (tensor<complex<f32>>) -> tensor<f32>
+    %5 = stablehlo.compare EQ, %4, %zero, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %6 = stablehlo.select %5, %zero, %4 : tensor<i1>, tensor<f32>
+    %7 = stablehlo.imag %x : (tensor<complex<f32>>) -> tensor<f32>
+    %8 = stablehlo.imag %y : (tensor<complex<f32>>) -> tensor<f32>
+    %9 = stablehlo.compare LT, %3, %6, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %10 = stablehlo.compare EQ, %3, %6, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %11 = stablehlo.compare LT, %7, %8, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %12 = stablehlo.and %10, %11 : tensor<i1>
+    %13 = stablehlo.or %9, %12 : tensor<i1>
+    stablehlo.return %13 : tensor<i1>
+  }) : (tensor<3x8xcomplex<f32>>) -> tensor<3x8xcomplex<f32>>
+  return %0 : tensor<3x8xcomplex<f32>>
 })");
+  const auto rows = complex_rows();
+  const auto want = run_cpu(*m, {c64_tensor(rows, {3, 8})});
+  const auto prog = scalar::compile(*first_op(*m).regions[0]);
+  ASSERT_TRUE(prog.has_value());
+  for (int row = 0; row < 3; ++row) {
+    std::vector<uint64_t> got;
+    for (int k = 0; k < 8; ++k) got.push_back(c64_bits(rows[row * 8 + k]));
+    std::stable_sort(got.begin(), got.end(), [&](uint64_t x, uint64_t y) {
+      const uint64_t args[2] = {x, y};
+      uint64_t less = 0;
+      prog->run(args, &less);
+      return (less & 1) != 0;
+    });
+    for (int k = 0; k < 8; ++k)
+      EXPECT_EQ(got[k], c64_bits(want[0].data_as<std::complex<float>>()[row * 8 + k]))
+          << "row " << row << ", element " << k;
+  }
+}
+
+// What the interpreter cannot compute on complex values it declines, and the op runs on the
+// host: arithmetic and comparisons of complex64 (dispatch() has no complex type, so their bits
+// would be read as a double's) and any complex128 value (16 bytes do not fit a slot).
+TEST(DevicePlan, ScalarProgramDeclinesComplexArithmetic) {
+  auto region_of = [](const std::string& type, const std::string& body) {
+    return ir::parse_module("func.func @main(%a: tensor<4x" + type + ">, %z: tensor<" + type +
+                            ">) -> tensor<" + type + "> {\n  %0 = stablehlo.reduce(%a init: %z) " +
+                            "across dimensions = [0] : (tensor<4x" + type + ">, tensor<" + type +
+                            ">) -> tensor<" + type + ">\n   reducer(%x: tensor<" + type +
+                            ">, %y: tensor<" + type + ">)  {\n" + body +
+                            "  }\n  return %0 : tensor<" + type + ">\n}\n");
+  };
+  const auto sum = region_of("complex<f32>",
+                             "    %1 = stablehlo.add %x, %y : tensor<complex<f32>>\n"
+                             "    stablehlo.return %1 : tensor<complex<f32>>\n");
   EXPECT_FALSE(scalar::compile(*first_op(*sum).regions[0]).has_value());
+  const auto equal = region_of(
+      "complex<f32>",
+      "    %1 = stablehlo.compare EQ, %x, %y : (tensor<complex<f32>>, tensor<complex<f32>>) -> "
+      "tensor<i1>\n    %2 = stablehlo.select %1, %x, %y : tensor<i1>, tensor<complex<f32>>\n"
+      "    stablehlo.return %2 : tensor<complex<f32>>\n");
+  EXPECT_FALSE(scalar::compile(*first_op(*equal).regions[0]).has_value());
+  const auto wide = region_of(
+      "complex<f64>",
+      "    %1 = stablehlo.real %x : (tensor<complex<f64>>) -> tensor<f64>\n"
+      "    %2 = stablehlo.real %y : (tensor<complex<f64>>) -> tensor<f64>\n"
+      "    %3 = stablehlo.compare GT, %1, %2, FLOAT : (tensor<f64>, tensor<f64>) -> tensor<i1>\n"
+      "    %4 = stablehlo.select %3, %x, %y : tensor<i1>, tensor<complex<f64>>\n"
+      "    stablehlo.return %4 : tensor<complex<f64>>\n");
+  EXPECT_FALSE(scalar::compile(*first_op(*wide).regions[0]).has_value());
+  const auto pick = region_of("complex<f32>",
+                              "    %1 = stablehlo.real %x : (tensor<complex<f32>>) -> tensor<f32>\n"
+                              "    %2 = stablehlo.imag %y : (tensor<complex<f32>>) -> tensor<f32>\n"
+                              "    %3 = stablehlo.compare GT, %1, %2, FLOAT : (tensor<f32>, "
+                              "tensor<f32>) -> tensor<i1>\n"
+                              "    %4 = stablehlo.select %3, %x, %y : tensor<i1>, "
+                              "tensor<complex<f32>>\n    stablehlo.return %4 : "
+                              "tensor<complex<f32>>\n");
+  EXPECT_TRUE(scalar::compile(*first_op(*pick).regions[0]).has_value());
 }
 
 }  // namespace

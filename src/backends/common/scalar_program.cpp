@@ -11,11 +11,12 @@ namespace cujax::scalar {
 
 namespace {
 
-// Rank-0 values of a type the interpreter computes on: narrow types (int4, float8_e4m3fn, ...)
-// have no C++ type of their own, and complex ones are not among dispatch()'s types (a
-// complex64's bits would pass for a double's), so regions on them run as compiled programs.
+// Rank-0 values of a type the interpreter holds: narrow types (int4, float8_e4m3fn, ...) have no
+// C++ type of their own, so regions on them run as compiled programs; a complex128 does not fit
+// a slot. A complex64 fits, but is not among dispatch()'s types (its bits would pass for a
+// double's): only select, real, imag and constants take complex64 operands (see op()).
 bool is_scalar(const ir::Type& t) {
-  return !t.is_token && t.rank() == 0 && !is_narrow(t.dtype) && !is_complex(t.dtype);
+  return !t.is_token && t.rank() == 0 && !is_narrow(t.dtype) && t.dtype != DType::C128;
 }
 
 std::optional<uint8_t> direction(const std::string& s) {
@@ -31,6 +32,7 @@ std::optional<uint8_t> direction(const std::string& s) {
 
 // Whether the functor behind `c` accepts element type t.
 bool accepts(Code c, DType t) {
+  if (is_complex(t)) return false;
   return dispatch(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     switch (c) {
@@ -72,7 +74,6 @@ bool accepts(Code c, DType t) {
         return true;
       default:  // the float-only unary functions
         return ew::is_float_v<T>;
-        return true;
     }
   });
 }
@@ -234,10 +235,16 @@ class Builder {
       ins.a = static_cast<int16_t>(in[0]);
       ins.b = static_cast<int16_t>(in[1]);
       ins.c = static_cast<int16_t>(in[2]);
+    } else if (op.name == "stablehlo.real" || op.name == "stablehlo.imag") {
+      if (in.size() != 1 || op.operands[0]->type.dtype != DType::C64 || rt != DType::F32)
+        return false;
+      ins.code = op.name == "stablehlo.real" ? Code::Real : Code::Imag;
+      ins.type = DType::C64;
+      ins.a = static_cast<int16_t>(in[0]);
     } else if (op.name == "stablehlo.compare") {
       if (in.size() != 2 || rt != DType::Bool) return false;
       const DType t = op.operands[0]->type.dtype;
-      if (op.operands[1]->type.dtype != t) return false;
+      if (op.operands[1]->type.dtype != t || is_complex(t)) return false;
       const ir::Attribute* d = op.attr("comparison_direction");
       auto dir =
           d && d->kind == ir::Attribute::Kind::Enum ? direction(d->enum_value) : std::nullopt;

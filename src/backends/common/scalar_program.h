@@ -1,7 +1,9 @@
 // A region of scalar element-wise ops (a reduce body, a sort comparator, a scatter combiner) as a
 // fixed-size, trivially copyable program that a GPU thread or the CPU runs with the functors of
 // elementwise.h, so it computes what the CPU backend's kernels compute. Values travel as bit
-// patterns zero-extended into uint64_t. The program is passed to kernels by value.
+// patterns zero-extended into uint64_t; a complex64 is its real part's bits in the low half and
+// its imaginary part's in the high half (its bytes in memory, little-endian), which the program
+// only selects, splits (real, imag) and passes along. The program is passed to kernels by value.
 #pragma once
 
 #include <cstdint>
@@ -142,7 +144,9 @@ enum class Code : uint8_t {
   RoundAfz,
   RoundEven,
   Cmp,
-  Select
+  Select,
+  Real,  // complex64 -> float32
+  Imag
 };
 
 struct Ins {
@@ -306,6 +310,12 @@ CUJAX_HD inline void Program::run(const uint64_t* args, uint64_t* out) const {
         break;
       case Code::Select:
         s[i.out] = (s[i.a] & 1) ? s[i.b] : s[i.c];
+        break;
+      case Code::Real:
+        s[i.out] = s[i.a] & 0xFFFFFFFFu;
+        break;
+      case Code::Imag:
+        s[i.out] = s[i.a] >> 32;
         break;
       default:
         s[i.out] = detail::eval(i, s);

@@ -490,8 +490,8 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
     step.flops = cost.flops + cost.transcendentals;
     step.bytes = cost.bytes;
     // Complex values have device kernels for fft (cuFFT), dot_general, the arithmetic of
-    // complex.h and the ops that only move elements; narrow ones (int4, float8_e4m3fn, ...) for
-    // their constants and converts. Their other ops take the host path.
+    // complex.h, the ops that only move elements and complex64 regions; narrow ones (int4,
+    // float8_e4m3fn, ...) for their constants and converts. Their other ops take the host path.
     const OpKernelContext context{module, dev, options, spmd, &step.nested};
     if (cpu::touches_complex(op)) {
       if (op.name == "stablehlo.fft")
@@ -502,6 +502,11 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
         step.device = device_kernel(op, dev);
       else
         step.device = complex_kernel(op, dev.get());
+      // Other reduce bodies, sort comparators and window bodies on complex64 (JAX's complex
+      // max, min and sort): the region interpreter selects, splits and passes them along.
+      if (!step.device && (op.name == "stablehlo.reduce" || op.name == "stablehlo.sort" ||
+                           op.name == "stablehlo.reduce_window"))
+        step.device = op_kernel(op, context);
     } else if (compiler::touches_narrow(op)) {
       step.device = narrow_kernel(op, context);
     } else {

@@ -422,7 +422,8 @@ DeviceKernel sort_kernel(const ir::Operation& op, const std::shared_ptr<Device>&
   s.rank = static_cast<int>(shape.size());
   s.dim = static_cast<int>(dim);
   for (size_t k = 0; k < shape.size(); ++k) s.dims[k] = shape[k];
-  const std::optional<RadixKey> key = radix_key(op);
+  // A complex key has no radix order: its comparator runs in the region interpreter.
+  const std::optional<RadixKey> key = is_complex(types[0]) ? std::nullopt : radix_key(op);
   std::optional<scalar::Program> cmp;
   if (!key) {
     cmp = scalar::compile(*op.regions[0], module);
