@@ -253,6 +253,30 @@ TEST(CudaNoGpu, QuantizedProgramsRunOnTheDevice) {
   EXPECT_GE(files, 4);
 }
 
+// A sort keyed on floats carries complex payloads: complex64 ones (8 bytes) on the device's
+// radix sort, complex128 ones (16 bytes, more than the sorts move) on the host, rather than
+// half of each element.
+TEST(CudaNoGpu, SortsCarryComplex64PayloadsOnTheDeviceAndComplex128OnTheHost) {
+  for (const std::string part : {"f32", "f64"}) {
+    const std::string c = "tensor<8xcomplex<" + part + ">>";
+    const auto module = ir::parse_module(
+        "func.func @main(%k: tensor<8xf32>, %v: " + c + ") -> (tensor<8xf32>, " + c + ") {\n" +
+        "  %0:2 = \"stablehlo.sort\"(%k, %v) <{dimension = 0 : i64}> ({\n" +
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %x: tensor<complex<" + part +
+        ">>, %y: tensor<complex<" + part + ">>):\n" +
+        "    %1 = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> "
+        "tensor<i1>\n    stablehlo.return %1 : tensor<i1>\n  }) : (tensor<8xf32>, " +
+        c + ") -> (tensor<8xf32>, " + c + ")\n  return %0#0, %0#1 : tensor<8xf32>, " + c + "\n}\n");
+    const auto f = fallbacks_of(*module);
+    if (part == "f32") {
+      EXPECT_TRUE(f.empty()) << "the complex64 payload's sort runs on the host";
+    } else {
+      ASSERT_EQ(f.size(), 1u);
+      EXPECT_EQ(f[0].op, "stablehlo.sort");
+    }
+  }
+}
+
 class CudaNoGpuModel : public ::testing::Test {
  protected:
   nnx::Rngs rngs{0};

@@ -411,7 +411,9 @@ DeviceKernel sort_kernel(const ir::Operation& op, const std::shared_ptr<Device>&
   if (shape.empty()) return {};
   std::vector<DType> types;
   for (size_t k = 0; k < op.operands.size(); ++k) {
-    if (op.operands[k]->type.shape != shape || op.result(k)->type != op.operands[k]->type)
+    // The sorts move elements of up to 8 bytes (scalar::load): complex128 takes the host path.
+    if (op.operands[k]->type.shape != shape || op.result(k)->type != op.operands[k]->type ||
+        size_of(op.operands[k]->type.dtype) > 8)
       return {};
     types.push_back(op.operands[k]->type.dtype);
   }
