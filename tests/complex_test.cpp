@@ -57,6 +57,9 @@ TEST(ComplexDType, NamesAndSizes) {
   EXPECT_EQ(dtype_from_mlir_name("complex<f64>"), DType::C128);
   EXPECT_EQ(dtype_from_numpy_name("complex64"), DType::C64);
   EXPECT_EQ(complex_component(DType::C64), DType::F32);
+  EXPECT_EQ(to_complex(DType::F64), DType::C128);
+  EXPECT_EQ(to_complex(DType::F32), DType::C64);
+  EXPECT_EQ(to_complex(DType::BF16), DType::C64);
   EXPECT_TRUE(is_complex(DType::C128));
   EXPECT_FALSE(is_float(DType::C64));
   EXPECT_THROW(visit_dtype(DType::C64, [](auto) {}), UnsupportedError);

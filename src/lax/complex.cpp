@@ -7,10 +7,6 @@ using namespace detail;
 
 namespace {
 
-DType complex_of(DType t) {
-  return t == DType::F64 ? DType::C128 : DType::C64;
-}
-
 const char* fft_type_name(FftType t) {
   switch (t) {
     case FftType::FFT:
@@ -35,7 +31,7 @@ Array complex(const Array& re, const Array& im) {
                         type_str(im));
   if (re.dtype() != DType::F32 && re.dtype() != DType::F64)
     fail("complex", "operands must be f32 or f64, got " + type_str(re));
-  return trace::bind1(spec("stablehlo.complex", re.shape(), complex_of(re.dtype())), {re, im});
+  return trace::bind1(spec("stablehlo.complex", re.shape(), to_complex(re.dtype())), {re, im});
 }
 
 Array real(const Array& x) {
@@ -72,7 +68,7 @@ Array fft(const Array& x, FftType fft_type, const std::vector<int64_t>& fft_leng
     if (is_complex(x.dtype())) fail("fft", "RFFT needs a real operand, got " + type_str(x));
     if (x.dtype() != DType::F32 && x.dtype() != DType::F64) a = convert_element_type(x, DType::F32);
   } else if (!is_complex(x.dtype())) {
-    a = convert_element_type(x, complex_of(x.dtype()));
+    a = convert_element_type(x, to_complex(x.dtype()));
   }
   const size_t lead = static_cast<size_t>(a.ndim()) - k;
   Shape out = a.shape();
@@ -89,7 +85,7 @@ Array fft(const Array& x, FftType fft_type, const std::vector<int64_t>& fft_leng
   DType out_dtype = a.dtype();
   if (fft_type == FftType::RFFT) {
     out.back() = fft_lengths.back() / 2 + 1;
-    out_dtype = complex_of(a.dtype());
+    out_dtype = to_complex(a.dtype());
   } else if (fft_type == FftType::IRFFT) {
     out_dtype = complex_component(a.dtype());
   }

@@ -50,7 +50,7 @@ Array fft_core(const std::string& fn, FftType type, const ArrayLike& a, const Si
            "needs a real input, got " + detail::dtype_str(t) + shape_to_string(arr.shape()));
     arr = detail::convert(arr, t == DType::F64 ? DType::F64 : DType::F32);
   } else if (!is_complex(t)) {
-    arr = detail::convert(arr, t == DType::F64 ? DType::C128 : DType::C64);
+    arr = detail::convert(arr, to_complex(t));
   }
   if (s_in) {
     for (int64_t v : *s_in)

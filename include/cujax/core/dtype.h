@@ -127,6 +127,11 @@ constexpr bool is_complex(DType t) {
 constexpr DType complex_component(DType t) {
   return t == DType::C64 ? DType::F32 : t == DType::C128 ? DType::F64 : t;
 }
+// The complex type a real `t` converts to (JAX's dtypes.to_complex_dtype): complex128 for f64,
+// complex64 for every other real type.
+constexpr DType to_complex(DType t) {
+  return t == DType::F64 ? DType::C128 : DType::C64;
+}
 constexpr bool is_signed_int(DType t) {
   return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 ||
          t == DType::I2 || t == DType::I4;
