@@ -408,6 +408,51 @@ func.func @main() -> tensor<2x3xcomplex<f32>> {
   for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i], C64(static_cast<float>(i % 3), 0)) << i;
 }
 
+// scatter on complex values (JAX's x.at[i].set and .at[i].add): rows assigned in update order
+// (the last of repeated indices wins) and summed, against a loop over the updates.
+TEST(ComplexKernels, ScatterAssignsAndAdds) {
+  const std::vector<int32_t> rows = {4, 1, 4, 0, 2, 1};
+  std::vector<C128> base(5 * 2), upd(6 * 2);
+  for (size_t i = 0; i < base.size(); ++i) base[i] = C128(0.5 * i, -1.0 * i);
+  for (size_t i = 0; i < upd.size(); ++i) upd[i] = C128(10.0 + i, 3.0 - 0.25 * i);
+  for (const char* part : {"f32", "f64"})
+    for (const bool adds : {false, true}) {
+      const std::string e = std::string("tensor<complex<") + part + ">>";
+      const std::string c = std::string("tensor<5x2xcomplex<") + part + ">>";
+      const std::string u = std::string("tensor<6x2xcomplex<") + part + ">>";
+      const std::string body =
+          adds ? "    %s = stablehlo.add %x, %y : " + e + "\n    stablehlo.return %s : " + e + "\n"
+               : "    stablehlo.return %y : " + e + "\n";
+      const std::string text =
+          "func.func @main(%a: " + c + ", %i: tensor<6x1xi32>, %v: " + u + ") -> " + c +
+          " {\n  %0 = \"stablehlo.scatter\"(%a, %i, %v) ({\n  ^bb0(%x: " + e + ", %y: " + e +
+          "):\n" + body +
+          "  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], "
+          "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = "
+          "1>} : (" +
+          c + ", tensor<6x1xi32>, " + u + ") -> " + c + "\n  return %0 : " + c + "\n}\n";
+      std::vector<C128> want = base;
+      for (size_t k = 0; k < rows.size(); ++k)
+        for (int j = 0; j < 2; ++j) {
+          C128& w = want[rows[k] * 2 + j];
+          w = adds ? w + upd[k * 2 + j] : upd[k * 2 + j];
+        }
+      const HostTensor idx = HostTensor::from_vector(rows, {6, 1});
+      SCOPED_TRACE(std::string(part) + (adds ? " add" : " assign"));
+      if (std::string(part) == "f64") {
+        const auto out = run(text, {tensor_of(base, {5, 2}), idx, tensor_of(upd, {6, 2})});
+        EXPECT_EQ(out[0].to_vector<C128>(), want);
+      } else {
+        auto narrow = [](const std::vector<C128>& v) {
+          return std::vector<C64>(v.begin(), v.end());
+        };
+        const auto out =
+            run(text, {tensor_of(narrow(base), {5, 2}), idx, tensor_of(narrow(upd), {6, 2})});
+        EXPECT_EQ(out[0].to_vector<C64>(), narrow(want));
+      }
+    }
+}
+
 TEST(ComplexKernels, DotGeneralAndReduce) {
   std::mt19937 rng(3);
   std::normal_distribution<double> g;

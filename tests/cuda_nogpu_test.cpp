@@ -277,6 +277,39 @@ TEST(CudaNoGpu, SortsCarryComplex64PayloadsOnTheDeviceAndComplex128OnTheHost) {
   }
 }
 
+// A scatter that assigns complex values (JAX's x.at[i].set) moves their bytes on the device, with
+// or without unique indices; one that adds them takes the host path (the scatter kernels compute
+// in the element type, which has no complex form).
+TEST(CudaNoGpu, ComplexScatterAssignsOnTheDeviceAndAddsOnTheHost) {
+  for (const std::string part : {"f32", "f64"})
+    for (const bool adds : {false, true})
+      for (const std::string unique : {"false", "true"}) {
+        const std::string e = "tensor<complex<" + part + ">>";
+        const std::string c = "tensor<6x2xcomplex<" + part + ">>";
+        const std::string u = "tensor<3x2xcomplex<" + part + ">>";
+        const std::string region = adds ? "    %s = stablehlo.add %x, %y : " + e +
+                                              "\n    stablehlo.return %s : " + e + "\n"
+                                        : "    stablehlo.return %y : " + e + "\n";
+        const auto module = ir::parse_module(
+            "func.func @main(%a: " + c + ", %i: tensor<3x1xi32>, %v: " + u + ") -> " + c +
+            " {\n  %0 = \"stablehlo.scatter\"(%a, %i, %v) ({\n  ^bb0(%x: " + e + ", %y: " + e +
+            "):\n" + region +
+            "  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], "
+            "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = "
+            "1>, unique_indices = " +
+            unique + "} : (" + c + ", tensor<3x1xi32>, " + u + ") -> " + c +
+            "\n  return %0 : " + c + "\n}\n");
+        SCOPED_TRACE(part + (adds ? " add" : " assign") + ", unique " + unique);
+        const auto f = fallbacks_of(*module);
+        if (!adds) {
+          EXPECT_TRUE(f.empty()) << "the assignment runs on the host";
+        } else {
+          ASSERT_EQ(f.size(), 1u);
+          EXPECT_EQ(f[0].op, "stablehlo.scatter");
+        }
+      }
+}
+
 class CudaNoGpuModel : public ::testing::Test {
  protected:
   nnx::Rngs rngs{0};

@@ -889,6 +889,37 @@ TEST_F(CudaVsCpu, Complex64ReduceMaxAndSortRegions) {
   check({re, finite_tensor(DType::F32, {16, 32}, rng)}, body, {16, 66}, DType::F32, 0, 0);
 }
 
+// Complex values assigned by scatter (JAX's x.at[i].set) on the device: 8- and 16-byte elements
+// moved whole, repeated indices (the last update wins, as on the CPU) and unique ones.
+TEST_F(CudaVsCpu, ComplexScatterAssigns) {
+  for (DType t : {DType::F32, DType::F64})
+    for (const std::string unique : {"false", "true"}) {
+      const std::string r = std::string(mlir_name(t)), e = "tensor<complex<" + r + ">>";
+      const std::string c = "tensor<20x3xcomplex<" + r + ">>";
+      const std::string u = "tensor<8x3xcomplex<" + r + ">>";
+      const std::string rr = "tensor<20x3x" + r + ">";
+      const HostTensor indices =
+          unique == "true"
+              ? HostTensor::from_vector(std::vector<int32_t>{0, 3, 19, 7, 12, 5, 1, 18}, {8, 1})
+              : random_indices({8, 1}, 0, 5, rng);
+      const std::string body =
+          "  %z = stablehlo.complex %a0, %a1 : " + c +
+          "\n  %w = stablehlo.complex %a3, %a4 : " + u +
+          "\n  %0 = \"stablehlo.scatter\"(%z, %a2, %w) ({\n  ^bb0(%x: " + e + ", %y: " + e +
+          "):\n    stablehlo.return %y : " + e +
+          "\n  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], "
+          "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, "
+          "unique_indices = " +
+          unique + "} : (" + c + ", tensor<8x1xi32>, " + u + ") -> " + c +
+          "\n  %re = stablehlo.real %0 : (" + c + ") -> " + rr + "\n  %im = stablehlo.imag %0 : (" +
+          c + ") -> " + rr + "\n  %o = stablehlo.concatenate %re, %im, dim = 0 : (" + rr + ", " +
+          rr + ") -> tensor<40x3x" + r + ">\n  return %o : tensor<40x3x" + r + ">";
+      check({finite_tensor(t, {20, 3}, rng), finite_tensor(t, {20, 3}, rng), indices,
+             finite_tensor(t, {8, 3}, rng), finite_tensor(t, {8, 3}, rng)},
+            body, {40, 3}, t, 0, 0);
+    }
+}
+
 // Quantized programs (lowered to integer and float ops by compiler/quantized.h) give the CPU's
 // stored integers bit for bit: quantize per tensor and per axis, an op on quantized values, and
 // dequantize.

@@ -824,7 +824,6 @@ constexpr const char* kRealOnlyOps[] = {"stablehlo.remainder",
                                         "stablehlo.clamp",
                                         "stablehlo.reduce_precision",
                                         "stablehlo.convolution",
-                                        "stablehlo.scatter",
                                         "stablehlo.select_and_scatter"};
 
 }  // namespace

@@ -557,8 +557,11 @@ Kernel scatter_kernel(const ir::Operation& op, Compiler& cc) {
         kinds[0] = *k;
     }
   }
+  // Complex values have no typed combine: the region runs as a program on their bytes.
   const bool use_program =
-      std::any_of(kinds.begin(), kinds.end(), [](Combine k) { return k == Combine::Program; });
+      std::any_of(kinds.begin(), kinds.end(), [](Combine k) { return k == Combine::Program; }) ||
+      std::any_of(in_types.begin(), in_types.end(),
+                  [](const ir::Type& t) { return is_complex(t.dtype); });
   std::shared_ptr<const Program> program;
   if (use_program) program = cc.compile_region(region, captured_values(op));
   const bool unique = bool_attr(op, "unique_indices");

@@ -503,9 +503,10 @@ std::shared_ptr<const Program> compile_steps(const ir::Module& module, const ir:
       else
         step.device = complex_kernel(op, dev.get());
       // Other reduce bodies, sort comparators and window bodies on complex64 (JAX's complex
-      // max, min and sort): the region interpreter selects, splits and passes them along.
+      // max, min and sort): the region interpreter selects, splits and passes them along; a
+      // scatter that assigns complex values moves their bytes.
       if (!step.device && (op.name == "stablehlo.reduce" || op.name == "stablehlo.sort" ||
-                           op.name == "stablehlo.reduce_window"))
+                           op.name == "stablehlo.reduce_window" || op.name == "stablehlo.scatter"))
         step.device = op_kernel(op, context);
     } else if (compiler::touches_narrow(op)) {
       step.device = narrow_kernel(op, context);

@@ -246,6 +246,10 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d, const ir::Module
   else if (n_in == 1)
     if (auto name = cpu::simple_binary_region(*op.regions[0]))
       combine = combine_of(*name, types[0]);
+  // One complex input is assigned only, by the kernel that moves bytes: the others compute in
+  // the element type, which has no complex form.
+  const bool complex_input = n_in == 1 && is_complex(types[0]);
+  if (complex_input && combine != Combine::Assign) return {};
   std::optional<scalar::Program> region;
   if (!combine) {
     region = scalar::compile(*op.regions[0], module);
@@ -253,14 +257,14 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d, const ir::Module
   }
   const int64_t n_updates = op.operands[n_in + 1]->type.num_elements();
   const int64_t n_results = op.operands[0]->type.num_elements();
-  return [d, p = *p, n_in, types, combine, region, unique, n_updates,
+  return [d, p = *p, n_in, types, combine, region, unique, complex_input, n_updates,
           n_results](std::span<const DeviceArray> in) {
     std::vector<DeviceArray> out;
     for (size_t k = 0; k < n_in; ++k) out.push_back(writable(d, in[k]));
     const void* indices = in[n_in].data.get();
     if (n_in == 1) {
       std::shared_ptr<void> winners;
-      if (combine == Combine::Assign && !unique)
+      if (combine == Combine::Assign && (!unique || complex_input))
         winners = d->allocate(sizeof(int64_t) * static_cast<size_t>(n_results));
       launch_scatter(types[0], combine ? *combine : Combine::Region, region ? &*region : nullptr, p,
                      indices, in[2].data.get(), out[0].data.get(), n_updates,
