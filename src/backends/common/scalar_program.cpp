@@ -239,7 +239,6 @@ class Builder {
       if (in.size() != 1 || op.operands[0]->type.dtype != DType::C64 || rt != DType::F32)
         return false;
       ins.code = op.name == "stablehlo.real" ? Code::Real : Code::Imag;
-      ins.type = DType::C64;
       ins.a = static_cast<int16_t>(in[0]);
     } else if (op.name == "stablehlo.compare") {
       if (in.size() != 2 || rt != DType::Bool) return false;
