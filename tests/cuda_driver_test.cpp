@@ -7,6 +7,7 @@
 
 #include "backends/cuda/driver/doctor.h"
 #include "backends/cuda/driver/driver.h"
+#include "backends/cuda/driver/library_search.h"
 
 namespace cujax::cuda {
 namespace {
@@ -18,6 +19,7 @@ struct FakeGpu {
   int count = 1;
   int cc_major = 9, cc_minor = 0;
   size_t memory = size_t{80} << 30;
+  size_t cudnn_version = 91900;
 };
 FakeGpu g_fake;
 
@@ -69,7 +71,7 @@ size_t fake_cublaslt_version() {
   return 130100;
 }
 size_t fake_cudnn_version() {
-  return 91900;
+  return g_fake.cudnn_version;
 }
 
 // A loader that finds the sonames in `present`, each resolving the fake symbols.
@@ -233,10 +235,11 @@ TEST_F(DriverTest, DoctorFusedAttentionNeedsCudnn) {
   const std::string text = format_diagnosis(d);
   EXPECT_NE(text.find("cuDNN                 not found (libcudnn.so.9)"), std::string::npos)
       << text;
+  EXPECT_NE(text.find("cuDNN searched        the loader's path\n"), std::string::npos) << text;
   EXPECT_NE(text.find("bf16 yes, fused attention no (cuDNN not found), kernels sm_90"),
             std::string::npos)
       << text;
-  LibraryStatus cudnn{"cuDNN", "libcudnn.so.9", true, "8.9.7"};
+  LibraryStatus cudnn{"cuDNN", "libcudnn.so.9", true, "8.9.7", ""};
   EXPECT_EQ(fused_attention(90, &cudnn), "no (cuDNN 8.9.7 is older than 9.0.0)");
   cudnn.version = "";
   EXPECT_EQ(fused_attention(90, &cudnn), "no (cuDNN version unknown)");
@@ -287,6 +290,62 @@ TEST(DoctorSystem, ReportsThisMachine) {
   if (!d.driver->usable()) {
     EXPECT_FALSE(d.driver->reason().empty());
   }
+}
+
+// cuDNN is looked for in CUJAX_CUDNN_DIR's folder first (pip's nvidia-cudnn wheel installs it
+// outside the loader's path), then the loader's path, then the toolkit's folders; the doctor
+// names the file that loaded and every place searched.
+TEST_F(DriverTest, DoctorFindsCudnnThroughItsSetting) {
+  Environment env = fake_env({"libcuda.so.1", "libcublasLt.so.13", "libcublas.so.13",
+                              "/opt/pip/nvidia/cudnn/lib/libcudnn.so.9"},
+                             {"/dev/nvidia0"}, 13000);
+  env.library_dirs = {"/usr/local/cuda/lib64"};
+  const std::string text_without = format_diagnosis(diagnose(env));
+  EXPECT_NE(text_without.find("cuDNN                 not found (libcudnn.so.9)"), std::string::npos)
+      << text_without;
+  EXPECT_NE(text_without.find("cuDNN searched        the loader's path, /usr/local/cuda/lib64"),
+            std::string::npos)
+      << text_without;
+  env.cudnn_dir = "/opt/pip/nvidia/cudnn/lib";
+  const Diagnosis d = diagnose(env);
+  const std::string text = format_diagnosis(d);
+  EXPECT_TRUE(d.problems.empty()) << text;
+  EXPECT_NE(text.find("cuDNN                 /opt/pip/nvidia/cudnn/lib/libcudnn.so.9, version "
+                      "9.19.0"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("cuDNN searched        CUJAX_CUDNN_DIR=/opt/pip/nvidia/cudnn/lib, the "
+                      "loader's path, /usr/local/cuda/lib64"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fused attention yes"), std::string::npos) << text;
+}
+
+TEST_F(DriverTest, DoctorRefusesCudnnWithKnownBackwardBugs) {
+  g_fake.cudnn_version = 91001;
+  const Diagnosis d =
+      diagnose(fake_env({"libcuda.so.1", "libcublasLt.so.13", "libcublas.so.13", "libcudnn.so.9"},
+                        {"/dev/nvidia0"}, 13000));
+  const std::string text = format_diagnosis(d);
+  ASSERT_EQ(d.problems.size(), 1u) << text;
+  EXPECT_NE(d.problems[0].what.find("cuDNN 9.10.1"), std::string::npos) << text;
+  EXPECT_NE(d.problems[0].fix.find("9.10.2 or newer"), std::string::npos) << text;
+  EXPECT_NE(text.find("fused attention forward only (see problems)"), std::string::npos) << text;
+  EXPECT_TRUE(d.gpu_used);
+  EXPECT_EQ(version_code("9.10.1"), 91001);
+  EXPECT_EQ(version_code("9.10"), 0);
+  EXPECT_EQ(version_code("9.x.1"), 0);
+}
+
+TEST(LibrarySearch, SettingFirstThenLoaderThenToolkit) {
+  const LibrarySearch s =
+      library_search("libcudnn.so.9", kCudnnDirSetting, std::string("/a/lib"), {"/cuda/lib64"});
+  EXPECT_EQ(s.candidates, (std::vector<std::string>{"/a/lib/libcudnn.so.9", "libcudnn.so.9",
+                                                    "/cuda/lib64/libcudnn.so.9"}));
+  EXPECT_EQ(s.places, "CUJAX_CUDNN_DIR=/a/lib, the loader's path, /cuda/lib64");
+  const LibrarySearch plain = library_search("libnccl.so.2", nullptr, std::nullopt, {});
+  EXPECT_EQ(plain.candidates, std::vector<std::string>{"libnccl.so.2"});
+  EXPECT_EQ(plain.places, "the loader's path");
 }
 
 }  // namespace

@@ -2,20 +2,39 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <optional>
+
 #include "backends/cuda/driver/driver.h"
+#include "backends/cuda/driver/library_search.h"
 
 namespace cujax::cuda {
 
-Library::Library(std::string soname, const std::string& needed_for, const std::string& fix)
+Library::Library(std::string soname, const std::string& needed_for, const std::string& fix,
+                 const LibraryOptions& options)
     : soname_(std::move(soname)) {
-  handle_ = dlopen(soname_.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_)
-    handle_ = dlopen(("/usr/local/cuda/lib64/" + soname_).c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) {
+  std::optional<std::string> folder;
+  if (options.setting)
+    if (const char* v = std::getenv(options.setting); v && *v) folder = v;
+  const LibrarySearch search =
+      library_search(soname_, options.setting, folder, toolkit_library_dirs());
+  searched_ = search.places;
+  std::string errors;
+  for (const std::string& path : search.candidates) {
+    const size_t slash = path.rfind('/');
+    if (slash != std::string::npos)
+      for (const std::string& c : options.companions)
+        dlopen((path.substr(0, slash + 1) + c).c_str(), RTLD_NOW | RTLD_GLOBAL);
+    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_) break;
     const char* why = dlerror();
-    throw CudaError("cannot load " + soname_ + " (" + needed_for +
-                    "): " + std::string(why ? why : "not found") + "; " + fix);
+    errors += "; " + path + ": " + (why ? why : "not found");
   }
+  if (!handle_)
+    throw CudaError("cannot load " + soname_ + " (" + needed_for + "), searched " + searched_ +
+                    errors + "; " + fix);
+  path_ = loaded_path(handle_);
+  if (path_.empty()) path_ = soname_;
 }
 
 void* Library::symbol(const char* name) {
@@ -25,7 +44,7 @@ void* Library::symbol(const char* name) {
 }
 
 void Library::check_resolved() const {
-  if (!missing_.empty()) throw CudaError(soname_ + " lacks " + missing_);
+  if (!missing_.empty()) throw CudaError(path_ + " lacks " + missing_);
 }
 
 }  // namespace cujax::cuda

@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backends/cuda/driver/library_search.h"
+#include "compiler/sdpa_graph.h"
+
 namespace cujax::cuda {
 
 Environment system_environment() {
@@ -11,9 +14,8 @@ Environment system_environment() {
   env.device_nodes = nvidia_device_nodes();
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) env.cuda_visible_devices = v;
   env.toolkit_version = built_toolkit_version();
-  if (const char* home = std::getenv("CUDA_HOME"))
-    env.library_dirs.push_back(std::string(home) + "/lib64");
-  env.library_dirs.push_back("/usr/local/cuda/lib64");
+  env.library_dirs = toolkit_library_dirs();
+  env.cudnn_dir = cudnn_dir_setting();
   return env;
 }
 
@@ -30,21 +32,24 @@ std::string decimal_version(long v) {
          std::to_string(v % 100);
 }
 
-// Opens the first soname that loads, directly or from one of env.library_dirs, and reads its
-// version through `read_version`.
+// Opens the first soname that loads, from `setting`'s folder (when set), the loader's path or
+// one of env.library_dirs, and reads its version through `read_version`.
 template <class ReadVersion>
 LibraryStatus probe_library(const Environment& env, const std::string& name,
-                            const std::vector<std::string>& sonames, ReadVersion read_version) {
+                            const std::vector<std::string>& sonames, ReadVersion read_version,
+                            const char* setting = nullptr,
+                            const std::optional<std::string>& folder = std::nullopt) {
   LibraryStatus s;
   s.name = name;
   for (const auto& soname : sonames) {
-    std::vector<std::string> candidates{soname};
-    for (const auto& dir : env.library_dirs) candidates.push_back(dir + "/" + soname);
-    for (const auto& path : candidates) {
+    const LibrarySearch search = library_search(soname, setting, folder, env.library_dirs);
+    s.searched += (s.searched.empty() ? "" : "; ") + search.places;
+    for (const auto& path : search.candidates) {
       void* h = env.loader.open(path);
       if (!h) continue;
       s.loaded = true;
-      s.soname = path;
+      const std::string file = env.loader.path ? env.loader.path(h) : "";
+      s.soname = file.empty() ? path : file;
       s.version = read_version(h);
       return s;
     }
@@ -79,11 +84,14 @@ std::vector<LibraryStatus> probe_libraries(const Environment& env) {
     if (!fn || fn(0, &major) != 0 || fn(1, &minor) != 0 || fn(2, &patch) != 0) return std::string();
     return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
   }));
-  libs.push_back(probe_library(env, "cuDNN", {"libcudnn.so.9"}, [&](void* h) {
-    using Fn = size_t (*)();
-    auto fn = reinterpret_cast<Fn>(l.symbol(h, "cudnnGetVersion"));
-    return fn ? decimal_version(static_cast<long>(fn())) : std::string();
-  }));
+  libs.push_back(probe_library(
+      env, "cuDNN", {"libcudnn.so.9"},
+      [&](void* h) {
+        using Fn = size_t (*)();
+        auto fn = reinterpret_cast<Fn>(l.symbol(h, "cudnnGetVersion"));
+        return fn ? decimal_version(static_cast<long>(fn())) : std::string();
+      },
+      kCudnnDirSetting, env.cudnn_dir));
   libs.push_back(probe_library(env, "NCCL", {"libnccl.so.2"}, [&](void* h) {
     using Fn = int (*)(int*);
     auto fn = reinterpret_cast<Fn>(l.symbol(h, "ncclGetVersion"));
@@ -101,26 +109,32 @@ bool hides_all_devices(const std::optional<std::string>& visible) {
 
 }  // namespace
 
-std::string fused_attention(int cc, const LibraryStatus* cudnn) {
-  if (cc < kFusedAttentionComputeCapability) return "no";
-  if (!cudnn || !cudnn->loaded) return "no (cuDNN not found)";
-  // "9.19.0" back to 91900.
+long version_code(const std::string& version) {
   long v = 0;
   int parts = 0;
   size_t at = 0;
-  while (parts < 3 && at <= cudnn->version.size()) {
-    const size_t dot = cudnn->version.find('.', at);
-    const std::string p = cudnn->version.substr(at, dot == std::string::npos ? dot : dot - at);
-    if (p.empty()) break;
+  while (parts < 3 && at <= version.size()) {
+    const size_t dot = version.find('.', at);
+    const std::string p = version.substr(at, dot == std::string::npos ? dot : dot - at);
+    if (p.empty() || p.size() > 4 || p.find_first_not_of("0123456789") != std::string::npos)
+      return 0;
     v = v * 100 + std::stol(p);
     ++parts;
     if (dot == std::string::npos) break;
     at = dot + 1;
   }
-  if (parts != 3) return "no (cuDNN version unknown)";
+  return parts == 3 ? v : 0;
+}
+
+std::string fused_attention(int cc, const LibraryStatus* cudnn) {
+  if (cc < kFusedAttentionComputeCapability) return "no";
+  if (!cudnn || !cudnn->loaded) return "no (cuDNN not found)";
+  const long v = version_code(cudnn->version);
+  if (v == 0) return "no (cuDNN version unknown)";
   if (v < kMinCudnnVersion)
     return "no (cuDNN " + cudnn->version + " is older than " + decimal_version(kMinCudnnVersion) +
            ")";
+  if (!compiler::sdpa_graph::known_bad_backward(v).empty()) return "forward only (see problems)";
   return "yes";
 }
 
@@ -189,6 +203,14 @@ Diagnosis diagnose(const Environment& env) {
         d.problems.push_back({lib.name + " does not load (" + lib.soname + "): no matrix products",
                               "install the CUDA toolkit's math libraries or add their folder to "
                               "LD_LIBRARY_PATH"});
+  for (const LibraryStatus& lib : d.libraries)
+    if (lib.name == "cuDNN" && lib.loaded) {
+      const std::string why = compiler::sdpa_graph::known_bad_backward(version_code(lib.version));
+      if (!why.empty())
+        d.problems.push_back({"cuDNN " + lib.version + " (" + lib.soname +
+                                  "): fused attention's backward is refused",
+                              why});
+    }
   if (!d.cuda_build && runnable > 0)
     d.problems.push_back(
         {"this build is CPU-only, but " + std::to_string(runnable) + " usable GPU(s) are present",
@@ -229,9 +251,12 @@ std::string format_diagnosis(const Diagnosis& d) {
   line("device nodes", nodes.empty() ? "none (/dev/nvidia* missing)" : nodes);
   line("CUDA_VISIBLE_DEVICES",
        d.cuda_visible_devices ? "'" + *d.cuda_visible_devices + "'" : "(unset: all devices)");
-  for (const LibraryStatus& lib : d.libraries)
+  for (const LibraryStatus& lib : d.libraries) {
     line(lib.name, lib.loaded ? lib.soname + (lib.version.empty() ? "" : ", version " + lib.version)
                               : "not found (" + lib.soname + ")");
+    // cuDNN is often installed outside the loader's path (pip's nvidia-cudnn wheel).
+    if (!lib.loaded || lib.name == "cuDNN") line(lib.name + " searched", lib.searched);
+  }
   const LibraryStatus* cudnn = nullptr;
   for (const LibraryStatus& lib : d.libraries)
     if (lib.name == "cuDNN") cudnn = &lib;

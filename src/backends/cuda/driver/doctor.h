@@ -18,6 +18,7 @@ struct Environment {
   std::optional<std::string> cuda_visible_devices;  // unset: nullopt
   int toolkit_version = 0;                          // of this build; 0: CPU-only build
   std::vector<std::string> library_dirs;            // tried after the plain soname
+  std::optional<std::string> cudnn_dir;             // CUJAX_CUDNN_DIR: tried first for cuDNN
 };
 Environment system_environment();
 
@@ -29,10 +30,13 @@ inline constexpr int kFusedAttentionComputeCapability = 80;
 
 struct LibraryStatus {
   std::string name;    // "cuBLASLt"
-  std::string soname;  // the one that loaded, or the ones tried
+  std::string soname;  // the file that loaded (its path when the loader says), or the ones tried
   bool loaded = false;
-  std::string version;  // "13.0.0"; empty when unknown
+  std::string version;   // "13.0.0"; empty when unknown
+  std::string searched;  // the places tried, in order, in words
 };
+// 91001 from "9.10.1"; 0 when `version` is not three numbers.
+long version_code(const std::string& version);
 
 struct Problem {
   std::string what;

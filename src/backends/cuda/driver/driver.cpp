@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "backends/cuda/driver/library_search.h"
+
 namespace cujax::cuda {
 
 Loader system_loader() {
@@ -17,6 +19,7 @@ Loader system_loader() {
     const char* e = ::dlerror();
     return e ? e : "";
   };
+  l.path = [](void* handle) { return loaded_path(handle); };
   return l;
 }
 

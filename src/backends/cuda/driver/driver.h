@@ -35,7 +35,8 @@ class CudaError : public Error {
 struct Loader {
   std::function<void*(const std::string& soname)> open;  // nullptr when not found
   std::function<void*(void* handle, const char* symbol)> symbol;
-  std::function<std::string()> last_error;  // dlerror() after a failed open
+  std::function<std::string()> last_error;        // dlerror() after a failed open
+  std::function<std::string(void* handle)> path;  // the file it came from; may be unset
 };
 Loader system_loader();
 
