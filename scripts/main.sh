@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The main job: build cujax, train the tiny transformer language model on Debian's fortunes
-# corpus for a few minutes, then sample from it with the KV cache. On a machine with a CUDA
-# toolkit and an NVIDIA GPU it builds the CUDA backend and trains on the GPU (the default
-# backend); elsewhere it builds the CPU backend and trains on the CPU (scripts/preset.sh).
+# The main job: build the cujax command (its target only), train the tiny transformer language
+# model on Debian's fortunes corpus for a few minutes, then sample from it with the KV cache. On
+# a machine with a CUDA toolkit and an NVIDIA GPU it builds the CUDA backend and trains on the
+# GPU (the default backend); elsewhere it builds the CPU backend and trains on the CPU
+# (scripts/preset.sh).
 #   CUJAX_STEPS (default 1000), CUJAX_RUN_DIR (default runs/tiny), CUJAX_PROMPT, CUJAX_PRESET
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/preset.sh
 cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset" -j "$(nproc)"
+# The `cujax` command alone: the tests and benchmarks are scripts/test.sh's to build.
+cmake --build --preset "$preset" -j "$(nproc)" --target cujax_cli
 if [ "$preset" = default ]; then "$bin" doctor | grep "^GPU" || true; fi
 "$bin" devices
 run="${CUJAX_RUN_DIR:-runs/tiny}"
