@@ -13,6 +13,8 @@ src="$1"
 build="$2"
 source "$src/tests/cli_test_lib.sh"
 cd "$src" || exit 1
+# The defaults under test, whatever the caller's environment sets.
+unset GPU_CHECK_BUDGET GPU_CHECK_COMMAND_LIMIT GPU_CHECK_CARRY_LIMIT_MIB JAX_PYTHON CUJAX_CUDNN_DIR
 
 PYTHONPYCACHEPREFIX="$work/pycache" python3 -m py_compile bench/table.py bench/jax/*.py \
   tools/jax_bridge/*.py || fail "the Python files of the harness do not compile"
