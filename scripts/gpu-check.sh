@@ -301,9 +301,11 @@ stage() {
   case "$rc" in
     0) what="ok" ;;
     77) what="skipped" ;;
-    124 | 137) what="TIMEOUT after ${limit}s" ;;
+    124) what="TIMEOUT after ${limit}s" ;;
     *) what="FAILED (exit $rc)" ;;
   esac
+  # 137: killed, by timeout's grace when the stage held on past its limit (else, say, for memory)
+  [ "$rc" = 137 ] && [ $((SECONDS - t0)) -ge "$limit" ] && what="TIMEOUT after ${limit}s, killed"
   if [ "${GTEST:-0}" = 1 ]; then
     local ran passed skipped failed
     count() { sed -nE "s/^\[ *$1 *\] ([0-9]+) tests?.*/\1/p" "$log/$name.txt" | tail -1; }

@@ -175,7 +175,9 @@ PATH="$work/fakebin:$PATH" FAKE_CUDNN="$work/site/nvidia/cudnn" JAX_PYTHON='' \
   dry_run pip "$build" || fail "with pip's cuDNN: exit status $?"
 grep -q "^cuDNN: CUJAX_CUDNN_DIR=$work/site/nvidia/cudnn/lib (pip's nvidia-cudnn" "$work/pip/gpu-check-table.txt" ||
   fail "pip's cuDNN folder not chosen: $(grep '^cuDNN' "$work/pip/gpu-check-table.txt")"
-tar -xzOf "$work/pip/gpu-check.tgz" gpu-check/env.txt | grep -q "CUJAX_CUDNN_DIR=$work/site/nvidia/cudnn/lib" ||
+# (grep -q reads from files here: in a pipeline under pipefail, its early exit fails tar)
+tar -xzOf "$work/pip/gpu-check.tgz" gpu-check/env.txt >"$work/pip.env"
+grep -q "CUJAX_CUDNN_DIR=$work/site/nvidia/cudnn/lib" "$work/pip.env" ||
   fail "env.txt does not record cuDNN's folder"
 PATH="$work/fakebin:$PATH" FAKE_CUDNN="$work/nolib/nvidia/cudnn" JAX_PYTHON='' \
   dry_run nolib "$build" || fail "with a pip cuDNN lacking its library: exit status $?"
@@ -236,7 +238,8 @@ for _ in $(seq 100); do  # while train-tiny hangs: the results so far are in $OU
 done
 grep -q "run in progress" "$work/real/gpu-check-table.txt" 2>/dev/null ||
   fail "no table of the stages so far while the run goes on"
-tar -tzf "$work/real/gpu-check.tgz" 2>/dev/null | grep -qx gpu-check/doctor.txt ||
+tar -tzf "$work/real/gpu-check.tgz" >"$work/real.members" 2>/dev/null
+grep -qx gpu-check/doctor.txt "$work/real.members" ||
   fail "no archive of the logs so far while the run goes on"
 wait "$run" || fail "the stand-in run: exit status $?"
 sed -n '/^=== stages$/,$p' "$work/real/gpu-check-table.txt" | sed 1d >"$work/real.rows"
@@ -258,7 +261,8 @@ real_row interop "skipped: no JAX"
   [ "${BASH_REMATCH[1]}" -le 60 ] || fail "the stand-in run: $(grep "^results: " "$work/real.log")"
 grep -q "^gpu-tests: \[  PASSED  \] 2 tests" "$work/real/gpu-check-table.txt" || fail "no gtest summary"
 out_within_limits "$work/real"
-tar -xzOf "$work/real/gpu-check.tgz" gpu-check/doctor.txt | grep -q "GPU used: stand-in" ||
+tar -xzOf "$work/real/gpu-check.tgz" gpu-check/doctor.txt >"$work/real.doctor"
+grep -q "GPU used: stand-in" "$work/real.doctor" ||
   fail "the archive lacks doctor's log"
 # Nothing to run: no build there, nothing built.
 mkdir "$work/empty"
