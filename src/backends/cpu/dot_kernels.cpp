@@ -1,4 +1,4 @@
-// Linear algebra: dot_general (and the legacy dot), convolution and triangular_solve.
+// Matrix products: dot_general (and the legacy dot), convolution and triangular_solve.
 //
 // Products accumulate in a type chosen once from the operand and result types: f32 (also for
 // f16/bf16 operands and results, rounded once at the end) or f64, both through CBLAS; for
@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/linalg_kernels.h"
 #include "backends/cpu/parallel.h"
 
 namespace cujax::cpu {
@@ -1209,7 +1210,7 @@ Kernel triangular_solve_kernel(const ir::Operation& op, Compiler&) {
 
 }  // namespace
 
-void register_linalg_kernels(KernelRegistry& r) {
+void register_dot_kernels(KernelRegistry& r) {
   r.add("stablehlo.dot_general", dot_general_kernel);
   r.add("stablehlo.dot", dot_kernel);
   r.add("stablehlo.convolution", convolution_kernel);
