@@ -4,6 +4,7 @@
 // U diag(S) V^H = A, A x = b; over f32, f64, complex64 and complex128 and a batch of two.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <random>
@@ -462,6 +463,21 @@ TYPED_TEST(CpuLapack, StablehloCholeskyZeroesTheOtherTriangle) {
       EXPECT_LT(max_diff(prod, matrix(a, b)), Traits<T>::tol * n * n);
     }
   }
+}
+
+// XLA's CPU result for a matrix that is not positive definite: NaNs, for that batch element.
+TEST(CpuLapackCholesky, NotPositiveDefiniteGivesNaNs) {
+  HostTensor a = HostTensor::from_vector<double>({4, 2, 2, 3, /*second*/ 1, 2, 2, 1}, {2, 2, 2});
+  const std::string t = "tensor<2x2x2xf64>";
+  const auto out = run("func.func @main(%a: " + t + ") -> " + t +
+                           " {\n  %0 = stablehlo.cholesky %a, lower = true : " + t +
+                           "\n  return %0 : " + t + "\n}\n",
+                       {a});
+  const double* l = out[0].data_as<double>();
+  EXPECT_DOUBLE_EQ(l[0], 2.0);
+  EXPECT_DOUBLE_EQ(l[2], 1.0);
+  EXPECT_DOUBLE_EQ(l[3], std::sqrt(2.0));
+  for (int i = 4; i < 8; ++i) EXPECT_TRUE(std::isnan(l[i])) << i;
 }
 
 TEST(CpuLapackErrors, NonSquareCholeskyNamesTheShape) {
