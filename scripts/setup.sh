@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   ccache            # CI shares the cpu build's objects with the CUDA build
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev
+  libopenblas-dev   # BLAS, and the LAPACK that JAX's linear-algebra custom calls run on (docs/linalg.md)
   libzstd-dev
   libssl-dev        # SHA-256 through OpenSSL's libcrypto
   nlohmann-json3-dev  # JSON parsing (header-only)

@@ -1164,7 +1164,7 @@ void check_cholesky(OpCheck& c) {
   c.results_are(1);
   c.all_tensors();
   const Type& a = c.operand(0);
-  c.operand_kind(0, Kinds::Float);
+  c.operand_kind(0, Kinds::FloatOrComplex);
   if (a.rank() < 2 || a.shape[a.rank() - 1] != a.shape[a.rank() - 2])
     c.fail("operand 0 has type " + a.str() + ", expected square matrices");
   c.result_is(0, a, "same as operand 0");

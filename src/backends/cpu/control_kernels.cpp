@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/linalg_kernels.h"
 #include "compiler/sdpa_call.h"
 #include "cujax/runtime/checks.h"
 
@@ -139,6 +140,7 @@ Kernel custom_call_kernel(const ir::Operation& op, Compiler& cc) {
   if (!compiler::sdpa_target(op).empty()) return sdpa_kernel(op, cc);
   const ir::Attribute* target = op.attr("call_target_name");
   const std::string name = target ? target->text : "";
+  if (auto linalg = linalg_custom_call_kernel(op)) return *linalg;
   const auto kind = runtime::check_kind_from_name(name);
   if (!kind) unsupported(op, "custom call target '" + name + "' is not known to the cpu backend");
   if (op.operands.size() != 2) unsupported(op, name + " takes two operands");
