@@ -159,7 +159,8 @@ void register_shape_kernels(KernelRegistry& r);        // reshape, broadcast, tr
 void register_indexing_kernels(KernelRegistry& r);     // gather, scatter
 void register_reduction_kernels(KernelRegistry& r);    // reduce, reduce_window,
                                                        // select_and_scatter, sort
-void register_linalg_kernels(KernelRegistry& r);       // dot_general, convolution, triangular_solve
+void register_linalg_kernels(KernelRegistry& r);       // dot_general, convolution,
+                                                       // triangular_solve, cholesky
 void register_random_kernels(KernelRegistry& r);       // rng_bit_generator
 void register_collective_kernels(KernelRegistry& r);   // all_reduce, all_gather, ..., partition_id
 // complex64/complex128 kernels (element-wise, dot_general, fft, reduce, reduce_window, sort):
