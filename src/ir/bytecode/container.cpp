@@ -229,7 +229,7 @@ class Reader final : public Container {
     size_t data_end = s.end;
     for (uint64_t i = n; i-- > 0;) {
       const uint64_t size = c.varint();
-      if (size == 0 || size > data_end - c.pos)
+      if (size == 0 || data_end < c.pos || size > data_end - c.pos)
         c.fail("string length " + std::to_string(size) + " out of range");
       strings_[i] = ctx_.file.substr(data_end - size, size - 1);
       data_end -= size;
