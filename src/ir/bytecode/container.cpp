@@ -756,6 +756,17 @@ class Reader final : public Container {
       }
       case 19:
         return enum_attr(c, "result_accuracy_mode", {"DEFAULT", "HIGHEST", "TOLERANCE"});
+      case 20: {  // ResultAccuracyV1Attr: atol, rtol (f64 bits), ulps, mode
+        auto a = std::make_shared<BAttr>();
+        a->kind = K::ResultAccuracy;
+        a->bits = static_cast<uint64_t>(c.svarint());
+        a->ints.push_back(c.svarint());
+        a->index = c.svarint();
+        a->elements.push_back(attr_ref(c));
+        if (a->elements[0]->kind != K::Enum || a->elements[0]->text != "result_accuracy_mode")
+          c.fail("result accuracy without its mode");
+        return a;
+      }
       default:
         ctx_.fail(at, "VHLO attribute code " + std::to_string(code) + " (producer " + producer_ +
                           ") is not supported by cujax");

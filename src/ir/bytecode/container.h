@@ -50,6 +50,7 @@ struct BAttr {
     TypeA,
     Unit,
     TypeExtensions,
+    ResultAccuracy,
     OutputOperandAlias,
     DenseArray,
     Location,

@@ -299,6 +299,11 @@ class Emitter {
                (a.ints[i] == INT64_MIN ? std::string("?") : std::to_string(a.ints[i]));
         return s + ">";
       }
+      case K::ResultAccuracy:
+        return "#stablehlo.result_accuracy<atol = " + asm_util::format_float(a.bits, DType::F64) +
+               ", rtol = " + asm_util::format_float(static_cast<uint64_t>(a.ints[0]), DType::F64) +
+               ", ulps = " + std::to_string(a.index) + ", mode = #stablehlo.result_accuracy_mode<" +
+               a.elements[0]->enum_value + ">>";
       case K::OutputOperandAlias:
         return "#stablehlo.output_operand_alias<output_tuple_indices = " + list(a.ints) +
                ", operand_index = " + std::to_string(a.index) +
@@ -446,7 +451,11 @@ class Emitter {
       if (is_bool(at("is_stable"), false)) d.insert("is_stable");
     }
     if (const BAttr* r = at("result_accuracy")) {
-      (void)r;  // result_accuracy_v1 attributes are refused when read, so none reach here
+      // Unary ops of StableHLO 1.9+: zero tolerances in DEFAULT mode is the default.
+      if (r->kind == K::ResultAccuracy && (r->bits << 1) == 0 &&
+          (static_cast<uint64_t>(r->ints[0]) << 1) == 0 && r->index == 0 &&
+          is_enum(r->elements[0].get(), "DEFAULT"))
+        d.insert("result_accuracy");
     }
     return d;
   }
