@@ -80,7 +80,7 @@ TypeRef Reader::custom_type(Cursor& c, size_t dialect) {
   ctx_.fail(at, "type of dialect '" + std::string(d) + "' is not supported");
 }
 
-TypeRef Reader::tensor(Cursor& c, bool with_encoding, bool builtin) {
+TypeRef Reader::tensor(Cursor& c, bool with_encoding) {
   auto t = std::make_shared<BType>();
   t->kind = BType::Kind::Tensor;
   if (with_encoding) {
@@ -89,7 +89,6 @@ TypeRef Reader::tensor(Cursor& c, bool with_encoding, bool builtin) {
   }
   t->shape = svarints(c);
   t->element = type_ref(c);
-  (void)builtin;
   if (t->element->kind != BType::Kind::Element) c.fail("tensor of a non-element type");
   return t;
 }
@@ -159,9 +158,9 @@ TypeRef Reader::vhlo_type(Cursor& c, uint64_t code, size_t at) {
     case 19:
       return element("ui64", 64);
     case 20:
-      return tensor(c, false, false);
+      return tensor(c, false);
     case 21:
-      return tensor(c, true, false);
+      return tensor(c, true);
     case 22: {
       auto t = std::make_shared<BType>();
       t->kind = BType::Kind::Token;
@@ -295,9 +294,9 @@ TypeRef Reader::builtin_type(Cursor& c, uint64_t code, size_t at) {
       return t;
     }
     case 13:
-      return tensor(c, false, true);
+      return tensor(c, false);
     case 14:
-      return tensor(c, true, true);
+      return tensor(c, true);
     case 15: {
       auto t = std::make_shared<BType>();
       t->kind = BType::Kind::Tuple;
@@ -319,12 +318,6 @@ AttrRef Reader::custom_attr(Cursor& c, size_t dialect) {
       at,
       "attribute of dialect '" + std::string(d) + "' (producer " + producer_ +
           ") is not supported: cujax reads VHLO and builtin attributes, not Shardy's or others'");
-}
-
-AttrRef Reader::make(BAttr::Kind k) {
-  auto a = std::make_shared<BAttr>();
-  a->kind = k;
-  return a;
 }
 
 std::shared_ptr<BAttr> Reader::enum_attr(Cursor& c, const char* kind,

@@ -219,7 +219,7 @@ void Reader::use_lists(Cursor& c, uint64_t range) {
   }
 }
 
-void Reader::block_header(Cursor& c, BBlock& b, uint64_t& num_ops, int depth) {
+void Reader::block_header(Cursor& c, BBlock& b, uint64_t& num_ops) {
   bool has_args = false;
   num_ops = c.varint_flag(has_args);
   if (num_ops > c.left())
@@ -243,7 +243,6 @@ void Reader::block_header(Cursor& c, BBlock& b, uint64_t& num_ops, int depth) {
     define(scopes_.back(), ids, n, c.pos);
     for (uint64_t i = 0; i < n; ++i) b.args[i].second = ids[i];
   }
-  (void)depth;
   if (version_ < kUseListOrdering) return;
   const uint8_t has_orders = has_args ? c.byte() : 0;
   if (has_orders) use_lists(c, b.args.size());
@@ -262,7 +261,7 @@ void Reader::read_region(Cursor& c, BRegion& r, int depth) {
   for (uint64_t bi = 0; bi < num_blocks; ++bi) {
     auto b = std::make_unique<BBlock>();
     uint64_t num_ops = 0;
-    block_header(c, *b, num_ops, depth);
+    block_header(c, *b, num_ops);
     for (uint64_t i = 0; i < num_ops; ++i) b->ops.push_back(read_op(c, depth));
     r.blocks.push_back(std::move(b));
   }
@@ -383,7 +382,7 @@ void Reader::read_ir(const Section& s, BModule& m) {
   BBlock top;
   uint64_t num_ops = 0;
   scopes_.back().next.push_back(0);
-  block_header(c, top, num_ops, 0);
+  block_header(c, top, num_ops);
   for (uint64_t i = 0; i < num_ops; ++i) m.top.push_back(read_op(c, 1));
   if (!c.empty()) c.fail("trailing bytes in the IR section");
 }

@@ -53,7 +53,6 @@ struct Cursor {
   }
   // PrefixVarInt: the trailing zero bits of the first byte count the bytes that follow.
   uint64_t varint() {
-    const size_t at = pos;
     const uint8_t first = byte();
     if (first & 1) return first >> 1;
     if (first == 0) {
@@ -64,7 +63,6 @@ struct Cursor {
     const int extra = std::countr_zero(first);
     uint64_t v = first;
     for (int i = 1; i <= extra; ++i) v |= uint64_t(byte()) << (8 * i);
-    (void)at;
     return v >> (extra + 1);
   }
   int64_t svarint() {
@@ -186,7 +184,7 @@ class Reader final : public Container {
 
   TypeRef custom_type(Cursor& c, size_t dialect);
 
-  TypeRef tensor(Cursor& c, bool with_encoding, bool builtin);
+  TypeRef tensor(Cursor& c, bool with_encoding);
 
   std::string encoding_text(const BAttr& a, size_t at);
 
@@ -198,8 +196,6 @@ class Reader final : public Container {
   TypeRef builtin_type(Cursor& c, uint64_t code, size_t at);
 
   AttrRef custom_attr(Cursor& c, size_t dialect);
-
-  AttrRef make(BAttr::Kind k);
 
   std::shared_ptr<BAttr> enum_attr(Cursor& c, const char* kind, std::vector<const char*> names);
 
@@ -213,7 +209,7 @@ class Reader final : public Container {
 
   void use_lists(Cursor& c, uint64_t range);
 
-  void block_header(Cursor& c, BBlock& b, uint64_t& num_ops, int depth);
+  void block_header(Cursor& c, BBlock& b, uint64_t& num_ops);
 
   void read_region(Cursor& c, BRegion& r, int depth);
 
