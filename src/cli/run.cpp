@@ -27,7 +27,7 @@ constexpr const char* kRunUsage =
 // in order, as JAX's backward-compatibility runner calls it.
 Exported load_any(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read: " + std::strerror(errno));
+  if (!in) throw Error(path + ": cannot read exported artifact: " + std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
   const std::string bytes = ss.str();
