@@ -23,6 +23,7 @@
 #include "cujax/core/npy.h"
 #include "cujax/core/sha256.h"
 #include "cujax/export.h"
+#include "cujax/ir/bytecode.h"
 #include "cujax/ir/parser.h"
 #include "cujax/ir/printer.h"
 #include "cujax/models/transformer.h"
@@ -136,6 +137,26 @@ void parser_one(std::string_view text) {
 
 void parser_seeds(const std::string&) {
   // The parser's seeds are StableHLO files of tests/fixtures (scripts/fuzz.sh copies them).
+}
+
+// ---- StableHLO portable artifacts (MLIR bytecode of VHLO): read; what is accepted prints and
+// parses back to the same module.
+void bytecode_one(std::string_view bytes) {
+  const std::unique_ptr<ir::Module> module = ir::read_bytecode(bytes, "fuzz.mlirbc");
+  const std::string printed = ir::print_module(*module);
+  std::unique_ptr<ir::Module> again;
+  try {
+    again = ir::parse_module(printed);
+  } catch (const ParseError& e) {
+    broken(std::string("a read portable artifact prints to text that does not parse: ") + e.what());
+  }
+  ir::equal::Comparer same;
+  if (!same.modules(*module, *again))
+    broken("a read portable artifact prints to a different module: " + same.why);
+}
+
+void bytecode_seeds(const std::string&) {
+  // Portable artifacts StableHLO and JAX wrote (fuzz/corpus/bytecode, from ../shared/interop).
 }
 
 // ---- Exported artifacts (jax.export's serialization): read, write, read to the same bytes.
@@ -366,6 +387,7 @@ void server_seeds(const std::string& dir) {
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"parser", parser_init, parser_one, parser_seeds},
+      {"bytecode", parser_init, bytecode_one, bytecode_seeds},
       {"exported", [] {}, exported_one, exported_seeds},
       {"npy", [] {}, npy_one, npy_seeds},
       {"bundle", [] {}, bundle_one, bundle_seeds},

@@ -12,6 +12,7 @@
 #include "cli/export_model.h"
 #include "cli/generate.h"
 #include "cli/run.h"
+#include "cli/stablehlo_translate.h"
 #ifdef CUJAX_HAVE_HTTPLIB
 #include "cli/serve.h"
 #endif
@@ -61,7 +62,11 @@ commands:
       --fn serve --max-batch B --max-seq T
                                the serving bundle `cujax serve --model FILE` runs
   run FILE --input X.npy... --output OUT.npy... [--print] [--platform P]
-                               run an exported artifact on .npy inputs (docs/export.md)
+                               run an exported artifact on .npy inputs (docs/export.md):
+                               a cujax artifact, a StableHLO portable artifact (.mlirbc)
+                               or StableHLO text, told apart by their bytes
+  stablehlo-translate FILE [--deserialize] [--print-stablehlo-version]
+                               a portable artifact as StableHLO text, or its version
   serve --model DIR|FILE       HTTP JSON API with continuous batching (docs/serving.md);
                                FILE: a serving bundle, which fixes max-batch and max-seq
       --host H --port P --max-batch B --max-queue Q --max-seq T --auth-token-file F
@@ -156,6 +161,7 @@ int main(int argc, char** argv) {
     if (command == "train") return cujax::cli::train_command(args);
     if (command == "generate") return cujax::cli::generate_command(args);
     if (command == "run") return cujax::cli::run_artifact(args);
+    if (command == "stablehlo-translate") return cujax::cli::stablehlo_translate_command(args);
     if (command == "export") return cujax::cli::export_command(args);
 #ifdef CUJAX_HAVE_HTTPLIB
     if (command == "serve") return cujax::cli::serve_command(args);

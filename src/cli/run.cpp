@@ -1,13 +1,19 @@
 #include "cli/run.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "cli/args.h"
 #include "cujax/core/npy.h"
 #include "cujax/export.h"
+#include "cujax/ir/bytecode.h"
+#include "cujax/ir/parser.h"
 
 namespace cujax::cli {
 
@@ -15,6 +21,43 @@ namespace {
 
 constexpr const char* kRunUsage =
     "usage: cujax run FILE [--input X.npy]... [--output OUT.npy]... [--print] [--platform P]";
+
+// FILE as an Exported: a cujax artifact, or a bare module (a StableHLO portable artifact,
+// recognised by MLIR bytecode's magic, or StableHLO text) whose @main takes the --input files
+// in order, as JAX's backward-compatibility runner calls it.
+Exported load_any(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read exported artifact: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  if (bytes.rfind("cujax-exported ", 0) == 0) return Exported::deserialize(bytes, path);
+  const bool bytecode = ir::is_bytecode(bytes);
+  if (!bytecode && bytes.find("func.func") == std::string::npos)
+    return Exported::deserialize(bytes, path);  // its message says what FILE is not
+  const std::string text = bytecode ? ir::bytecode_to_stablehlo_text(bytes, path) : bytes;
+  std::unique_ptr<ir::Module> module;
+  try {
+    module = ir::parse_module(text);
+  } catch (const ParseError& e) {
+    throw Error(path + ": the StableHLO module is invalid: " + e.what());
+  }
+  const ir::Function* main = module->lookup("main");
+  if (!main) throw Error(path + ": the module has no @main to run");
+  auto leaves = [](const std::vector<ir::Type>& types, const char* prefix) {
+    std::vector<ExportedLeaf> out;
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i].is_token || types[i].is_quantized())
+        throw Error(std::string("@main's ") + prefix + "[" + std::to_string(i) +
+                    "] is not an array cujax can pass (" + types[i].str() + ")");
+      out.push_back({std::string(prefix) + "[" + std::to_string(i) + "]",
+                     ShapeDtype{types[i].shape, types[i].dtype, false}});
+    }
+    return out;
+  };
+  return Exported("main", text, "", leaves(main->arg_types(), "args"), "",
+                  leaves(main->result_types, "result"), {"cpu", "cuda"});
+}
 
 std::string leaf_list(const std::vector<ExportedLeaf>& leaves) {
   std::string s;
@@ -72,7 +115,8 @@ Prepared prepare(const std::vector<std::string>& argv) {
                     {"print", "", "print each output's type, range, mean and first values"},
                     platform_option()},
                    "FILE",
-                   "the artifact (cujax export)"},
+                   "a cujax artifact (cujax export), a StableHLO portable artifact (.mlirbc) or "
+                   "StableHLO text whose @main takes the inputs"},
                   argv);
   Prepared p;
   const std::vector<std::string> inputs = args.all("input");
@@ -85,7 +129,7 @@ Prepared prepare(const std::vector<std::string>& argv) {
   if (p.outputs.empty() && !p.print)
     throw Error("nothing to do: give --output OUT.npy per output, or --print");
   const std::string backend = use_platform(args);
-  p.exported = Exported::load(p.file);
+  p.exported = load_any(p.file);
   const auto& in = p.exported->in_leaves();
   const auto& out = p.exported->out_leaves();
   if (inputs.size() != in.size())

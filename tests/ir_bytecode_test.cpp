@@ -1,0 +1,295 @@
+// StableHLO portable artifacts (MLIR bytecode of VHLO) against the text they were written from:
+// StableHLO's own vhlo/ test files and every serialized.mlirbc of JAX's backward-compatibility
+// cases, compared through cujax's printed IR (locations aside).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cujax/core/error.h"
+#include "cujax/ir/bytecode.h"
+#include "cujax/ir/parser.h"
+#include "cujax/ir/printer.h"
+
+namespace {
+
+using namespace cujax;
+using namespace cujax::ir;
+namespace fs = std::filesystem;
+
+fs::path interop_dir() {
+  const char* env = std::getenv("CUJAX_SHARED_DIR");
+  return fs::path(env && *env ? env : CUJAX_DEFAULT_SHARED_DIR) / "interop";
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The same attribute with dictionary and struct fields in name order: MLIR sorts a dictionary's
+// entries and StableHLO's structs print in one order, while cujax's parser keeps the order it
+// read, so the two spellings of one module would otherwise print differently.
+AttrRef canonical(const AttrRef& a) {
+  if (!a) return a;
+  auto c = std::make_shared<Attribute>(*a);
+  for (auto& e : c->elements) e = canonical(e);
+  for (auto& f : c->fields) f.value = canonical(f.value);
+  if (c->kind == Attribute::Kind::Dictionary || c->kind == Attribute::Kind::Struct)
+    std::stable_sort(
+        c->fields.begin(), c->fields.end(),
+        [](const NamedAttribute& x, const NamedAttribute& y) { return x.name < y.name; });
+  return c;
+}
+
+void canonical(std::vector<NamedAttribute>& attrs) {
+  for (auto& a : attrs) a.value = canonical(a.value);
+  std::stable_sort(
+      attrs.begin(), attrs.end(),
+      [](const NamedAttribute& x, const NamedAttribute& y) { return x.name < y.name; });
+}
+
+void canonical(Region& r);
+void canonical(Operation& op) {
+  op.loc.clear();
+  canonical(op.attributes);
+  // StableHLO's default custom-call API version, which its VHLO legalization elides.
+  if (op.name == "stablehlo.custom_call") {
+    std::erase_if(op.attributes, [](const NamedAttribute& a) {
+      return a.name == "api_version" && a.value->kind == Attribute::Kind::Integer &&
+             a.value->integer == 1;
+    });
+  }
+  for (auto& r : op.regions) canonical(*r);
+}
+void canonical(Region& r) {
+  for (auto& b : r.blocks) {
+    for (auto& a : b->arguments) a->loc.clear();
+    for (auto& op : b->ops) canonical(*op);
+  }
+}
+
+std::string printed(std::unique_ptr<Module> m) {
+  m->loc.clear();
+  m->aliases.clear();
+  canonical(m->attributes);
+  for (auto& f : m->functions) {
+    f->loc.clear();
+    canonical(f->attributes);
+    for (auto& l : f->arg_attrs) canonical(l);
+    for (auto& l : f->result_attrs) canonical(l);
+    canonical(f->body);
+  }
+  return print_module(*m);
+}
+
+// The top-level functions of StableHLO text: each `func.func` line opens one, which runs to the
+// next; comment lines and the enclosing `module {` / `}` are dropped.
+std::map<std::string, std::string> split_functions(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line, current;
+  bool in_module = false;
+  while (std::getline(in, line)) {
+    const size_t i = line.find_first_not_of(' ');
+    if (i == std::string::npos || line.compare(i, 2, "//") == 0) continue;
+    if (i == 0 && line.rfind("module", 0) == 0) {
+      in_module = true;
+      continue;
+    }
+    if (in_module && line == "}") continue;
+    if (line.compare(i, 9, "func.func") == 0) {
+      const size_t at = line.find('@');
+      current = line.substr(at + 1, line.find('(', at) - at - 1);
+    }
+    if (!current.empty()) out[current] += line + "\n";
+  }
+  return out;
+}
+
+TEST(PortableArtifacts, DetectsTheMagicAndReadsTheProducer) {
+  EXPECT_TRUE(is_bytecode(std::string("ML\xefR\x06StableHLO_v1.2.3\0", 22)));
+  EXPECT_FALSE(is_bytecode("module {}"));
+  EXPECT_FALSE(is_bytecode("ML"));
+  EXPECT_EQ(portable_artifact_version(std::string("ML\xefR\x0dStableHLO_v1.2.3\0", 22), "x"),
+            "1.2.3");
+  EXPECT_THROW(bytecode_producer("ML\xefR\x0dStableHLO", "x"), Error);  // no NUL
+}
+
+// Upstream's own check: deserializing X.mlir.bc gives the module of X.mlir. cujax's parser does
+// not read every function of those files yet (index element types, dynamic shapes, tuples), so
+// they are compared function by function and the ones its text parser refuses are counted.
+TEST(PortableArtifacts, VhloTestFilesReadAsTheirSourceText) {
+  const fs::path dir = interop_dir() / "vhlo";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir << " (set CUJAX_SHARED_DIR)";
+  size_t files = 0, same = 0, skipped = 0;
+  std::map<std::string, int> skip_reasons;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".mlir.bc")) continue;
+    SCOPED_TRACE(name);
+    ++files;
+    const std::string bc = read_file(e.path());
+    const std::string src = read_file(e.path().parent_path() / name.substr(0, name.size() - 3));
+    std::string text;
+    ASSERT_NO_THROW(text = bytecode_to_stablehlo_text(bc, name));
+    const auto got = split_functions(text), want = split_functions(src);
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [fn, body] : want) {
+      SCOPED_TRACE(fn);
+      ASSERT_TRUE(got.count(fn)) << "function @" << fn << " missing from the bytecode";
+      std::string expected;
+      try {
+        expected = printed(parse_module(body));
+      } catch (const Error& err) {
+        // What cujax cannot parse as text it must not read from bytecode either: the same
+        // refusal, not a different module.
+        ++skipped;
+        const std::string why = err.what();
+        const std::string reason = why.substr(why.find(": ") + 2, 40);
+        ++skip_reasons[reason];
+        try {
+          parse_module(got.at(fn));
+          ADD_FAILURE() << "the bytecode's @" << fn << " parses, its text does not: " << why;
+        } catch (const Error& e2) {
+          const std::string why2 = e2.what();
+          EXPECT_EQ(why2.substr(why2.find(": ") + 2, 40), reason);
+        }
+        continue;
+      }
+      std::string actual;
+      ASSERT_NO_THROW(actual = printed(parse_module(got.at(fn)))) << got.at(fn);
+      EXPECT_EQ(actual, expected);
+      if (actual == expected) ++same;
+    }
+  }
+  ASSERT_EQ(files, 4u) << "expected StableHLO 0.9.0, 0.14.0, 1.0.0 and 1.1.0 artifacts";
+  std::printf("vhlo/: %zu files, %zu functions identical, %zu whose text cujax cannot parse yet:\n",
+              files, same, skipped);
+  for (const auto& [why, n] : skip_reasons) std::printf("  %3d  %s\n", n, why.c_str());
+  EXPECT_GT(same, 500u);
+}
+
+TEST(PortableArtifacts, VersionProbeReportsTheProducersVersion) {
+  const fs::path dir = interop_dir() / "vhlo";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir << " (set CUJAX_SHARED_DIR)";
+  EXPECT_EQ(
+      portable_artifact_version(read_file(dir / "vhlo_emit_version_api.1_1_0.mlir.bc"), "probe"),
+      "1.1.0");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (!name.ends_with(".mlir.bc")) continue;
+    // X.1_0_0.mlir.bc was written for target 1.0.0.
+    std::string v = name.substr(0, name.size() - 8);
+    v = v.substr(v.rfind('.') + 1);
+    std::replace(v.begin(), v.end(), '_', '.');
+    EXPECT_EQ(portable_artifact_version(read_file(e.path()), name), v) << name;
+  }
+}
+
+TEST(PortableArtifacts, JaxSerializedModulesReadAsTheirText) {
+  const fs::path dir = interop_dir() / "jax-backcompat" / "cases";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir << " (set CUJAX_SHARED_DIR)";
+  size_t cases = 0, same = 0;
+  std::vector<std::string> text_skipped, refused;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const fs::path bc = e.path() / "serialized.mlirbc", mlir = e.path() / "module.mlir";
+    if (!fs::exists(bc) || !fs::exists(mlir)) continue;
+    const std::string name = e.path().filename().string();
+    SCOPED_TRACE(name);
+    ++cases;
+    std::string expected;
+    try {
+      expected = printed(parse_module(read_file(mlir)));
+    } catch (const Error& err) {
+      text_skipped.push_back(name + ": " + err.what());
+      continue;
+    }
+    std::string actual;
+    try {
+      actual = printed(read_bytecode(read_file(bc), name));
+    } catch (const Error& err) {
+      // A refusal must name the file and the byte, never be a misread.
+      const std::string msg = err.what();
+      EXPECT_NE(msg.find(name), std::string::npos) << msg;
+      EXPECT_NE(msg.find(": byte "), std::string::npos) << msg;
+      refused.push_back(msg);
+      continue;
+    }
+    EXPECT_EQ(actual, expected);
+    if (actual == expected) ++same;
+  }
+  std::printf(
+      "jax-backcompat: %zu cases with both files, %zu identical, %zu text not parsed yet, "
+      "%zu bytecode refused\n",
+      cases, same, text_skipped.size(), refused.size());
+  for (const auto& s : text_skipped) std::printf("  text: %s\n", s.c_str());
+  for (const auto& s : refused) std::printf("  refused: %.200s\n", s.c_str());
+  EXPECT_GT(same, 0u);
+}
+
+std::string small_artifact() {
+  const fs::path p = interop_dir() / "vhlo" / "vhlo_emit_version_api.1_1_0.mlir.bc";
+  return fs::exists(p) ? read_file(p) : std::string();
+}
+
+TEST(PortableArtifacts, RefusesNewerProducersAndUnknownOps) {
+  const std::string bytes = small_artifact();
+  if (bytes.empty()) GTEST_SKIP() << "no vhlo/ artifacts (set CUJAX_SHARED_DIR)";
+  std::string newer = bytes;
+  const size_t v = newer.find("StableHLO_v1.1.0");
+  ASSERT_NE(v, std::string::npos);
+  newer.replace(v, 16, "StableHLO_v9.1.0");
+  try {
+    read_bytecode(newer, "newer.mlirbc");
+    FAIL() << "read an artifact of a newer StableHLO";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("StableHLO_v9.1.0"), std::string::npos) << e.what();
+  }
+  std::string unknown = bytes;
+  const size_t op = unknown.find("add_v1");
+  ASSERT_NE(op, std::string::npos);
+  unknown.replace(op, 6, "add_v9");
+  try {
+    read_bytecode(unknown, "unknown.mlirbc");
+    FAIL() << "read an unknown op";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("vhlo.add_v9"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("StableHLO_v1.1.0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unknown.mlirbc: byte "), std::string::npos) << msg;
+  }
+}
+
+// Every truncation and every single-byte change of a real artifact is read or refused with an
+// Error; never a crash, a hang or another exception (the sanitize label runs this under ASan).
+TEST(PortableArtifacts, TruncatedOrCorruptBytesFailCleanly) {
+  const std::string bytes = small_artifact();
+  if (bytes.empty()) GTEST_SKIP() << "no vhlo/ artifacts (set CUJAX_SHARED_DIR)";
+  ASSERT_NO_THROW(read_bytecode(bytes, "ok"));
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    SCOPED_TRACE(n);
+    EXPECT_THROW(read_bytecode(bytes.substr(0, n), "cut"), Error);
+  }
+  size_t rejected = 0;
+  for (size_t i = 4; i < bytes.size(); ++i) {
+    for (unsigned char x : {0x01, 0x80, 0xff}) {
+      std::string b = bytes;
+      b[i] = static_cast<char>(static_cast<unsigned char>(b[i]) ^ x);
+      try {
+        read_bytecode(b, "flip");
+      } catch (const Error&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, bytes.size());  // most changes are caught, none crash
+}
+
+}  // namespace
