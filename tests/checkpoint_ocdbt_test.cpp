@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "checkpoint/kvstore.h"
 #include "checkpoint/ocdbt.h"
@@ -379,6 +380,65 @@ TEST(OcdbtWriter, StandardCheckpointerSavesInOcdbtAndRestoresBitForBit) {
                 checkpoint::ocdbt::kBtreeNodeMagic, "root node");
   // The kernel chunk (4800 random bytes) is past the 1024-byte inline limit: out of line.
   EXPECT_NE(db.describe("layers.0.kernel.value/0.0").find(" at byte "), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// An uncompressed object (compression 0) framed by hand, with the bitwise CRC.
+std::string frame_uncompressed(uint32_t magic, const std::string& body) {
+  std::string out;
+  for (int i = 3; i >= 0; --i) out += static_cast<char>((magic >> (8 * i)) & 0xff);
+  const uint64_t len = 4 + 8 + 2 + body.size() + 4;
+  out.append(reinterpret_cast<const char*>(&len), 8);
+  out += '\0';  // format version
+  out += '\0';  // uncompressed
+  out += body;
+  const uint32_t crc = crc32c_bitwise(out);
+  out.append(reinterpret_cast<const char*>(&crc), 4);
+  return out;
+}
+
+TEST(OcdbtReader, NumberedManifestAndUncompressedObjects) {
+  // A database written here, then rewritten by hand into the numbered-manifest form:
+  // manifest.ocdbt holds the configuration only (manifest kind 1), manifest.<16 hex> the rest,
+  // both uncompressed.
+  std::map<std::string, std::string> values = {
+      {"a/.zarray", "{}"}, {"a/0", std::string(3000, 'x')}, {"b/0", "small"}};
+  const fs::path dir =
+      fs::temp_directory_path() / ("cujax_ocdbt_numbered_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  checkpoint::ocdbt::write_database(dir, values);
+  const std::string m = read_file(dir / "manifest.ocdbt");
+  const std::string_view z = std::string_view(m).substr(14, m.size() - 18);
+  std::string body(ZSTD_getFrameContentSize(z.data(), z.size()), '\0');
+  ASSERT_EQ(ZSTD_decompress(body.data(), body.size(), z.data(), z.size()), body.size());
+  // The configuration: uuid[16], kind, two varints, arity, compression (1), zstd level (4 bytes).
+  size_t pos = 17;
+  for (int v = 0; v < 2; ++v)
+    while (static_cast<uint8_t>(body[pos++]) & 0x80) {
+    }
+  pos += 1;
+  ASSERT_EQ(body[pos], 1) << "zstd configured";
+  pos += 1 + 4;
+  std::string config = body.substr(0, pos);
+  config[16] = 1;  // numbered
+  std::ofstream(dir / "manifest.ocdbt", std::ios::binary | std::ios::trunc)
+      << frame_uncompressed(checkpoint::ocdbt::kManifestMagic, config);
+  std::ofstream(dir / "manifest.0000000000000001", std::ios::binary)
+      << frame_uncompressed(checkpoint::ocdbt::kManifestMagic, body);
+  checkpoint::ocdbt::Database db(dir);
+  EXPECT_TRUE(db.config().numbered_manifest);
+  EXPECT_EQ(db.manifest_file().filename(), "manifest.0000000000000001");
+  ASSERT_EQ(db.keys().size(), values.size());
+  for (const auto& [k, v] : values) EXPECT_EQ(db.get(k), v) << k;
+  // Without its numbered file the config-only manifest says what is missing.
+  fs::remove(dir / "manifest.0000000000000001");
+  std::string msg;
+  try {
+    checkpoint::ocdbt::Database again(dir);
+  } catch (const std::exception& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("no manifest.<16 hex digits> file"), std::string::npos) << msg;
   fs::remove_all(dir);
 }
 
