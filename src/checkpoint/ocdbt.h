@@ -97,6 +97,8 @@ struct WriteOptions {  // Orbax's defaults
   uint64_t max_decoded_node_bytes = 100'000'000;
   int version_tree_arity_log2 = 4;
   int zstd_level = 0;
+  // Keys per B+tree leaf; more keys than this make an interior root over several leaves.
+  size_t max_leaf_entries = 4096;
 };
 // Writes a new database at `dir` holding `values` (one generation; values larger than the
 // inline limit out of line in one data file), the manifest last, every file fsynced.

@@ -65,6 +65,26 @@ std::string random_hex(size_t bytes) {
   return s;
 }
 
+size_t common_prefix(const std::string& a, const std::string& b) {
+  size_t p = 0;
+  while (p < a.size() && p < b.size() && a[p] == b[p]) ++p;
+  return p;
+}
+
+// The key columns of a node: prefix lengths shared with the previous key, suffix lengths,
+// (interior nodes) subtree common prefix lengths, then the suffixes.
+template <typename Child>
+void put_keys(std::string& out, const std::vector<std::string>& keys,
+              const std::vector<Child>* children = nullptr) {
+  for (size_t i = 1; i < keys.size(); ++i) put_varint(out, common_prefix(keys[i - 1], keys[i]));
+  for (size_t i = 0; i < keys.size(); ++i)
+    put_varint(out, keys[i].size() - (i ? common_prefix(keys[i - 1], keys[i]) : 0));
+  if (children)
+    for (const auto& c : *children) put_varint(out, c.common);
+  for (size_t i = 0; i < keys.size(); ++i)
+    out += keys[i].substr(i ? common_prefix(keys[i - 1], keys[i]) : 0);
+}
+
 }  // namespace
 
 void write_database(const fs::path& dir, const std::map<std::string, std::string>& values,
@@ -89,52 +109,89 @@ void write_database(const fs::path& dir, const std::map<std::string, std::string
       offsets.push_back(UINT64_MAX);
     }
   }
-  std::string leaf;
-  leaf += '\0';  // height 0
-  if (indirect_bytes > 0)
-    put_table(leaf, data_path);
-  else
-    put_varint(leaf, 0);  // no data files: every value inline
-  put_varint(leaf, values.size());
-  std::string prev;
-  bool first = true;
-  for (const auto& [k, v] : values) {  // common prefix with the previous key
-    if (!first) {
-      size_t p = 0;
-      while (p < prev.size() && p < k.size() && prev[p] == k[p]) ++p;
-      put_varint(leaf, p);
-    }
-    first = false;
-    prev = k;
-  }
-  prev.clear();
-  std::string suffixes;
-  first = true;
-  for (const auto& [k, v] : values) {
-    size_t p = 0;
-    if (!first)
-      while (p < prev.size() && p < k.size() && prev[p] == k[p]) ++p;
-    put_varint(leaf, k.size() - p);
-    suffixes += k.substr(p);
-    first = false;
-    prev = k;
-  }
-  leaf += suffixes;
-  for (const auto& [k, v] : values) put_varint(leaf, v.size());
-  for (uint64_t off : offsets) leaf += static_cast<char>(off == UINT64_MAX ? 0 : 1);
-  for (uint64_t off : offsets)
-    if (off != UINT64_MAX) put_varint(leaf, 0);  // the one data file
-  for (uint64_t off : offsets)
-    if (off != UINT64_MAX) put_varint(leaf, off);
+  // Leaves of at most max_leaf_entries keys; with more than one, an interior root over them.
+  struct Entry {
+    const std::string* key;
+    const std::string* value;
+    uint64_t offset;  // UINT64_MAX: inline
+  };
+  std::vector<Entry> entries;
   size_t i = 0;
-  for (const auto& [k, v] : values)
-    if (offsets[i++] == UINT64_MAX) leaf += v;
-  if (leaf.size() > options.max_decoded_node_bytes)
-    throw Error("ocdbt: " + std::to_string(values.size()) +
-                " keys do not fit one B+tree node (splitting nodes is not written yet)");
-  const std::string node = frame(kBtreeNodeMagic, leaf, options.zstd_level);
-  const uint64_t node_offset = data.size();
-  data += node;
+  for (const auto& [k, v] : values) entries.push_back({&k, &v, offsets[i++]});
+  const size_t per_leaf = std::max<size_t>(1, options.max_leaf_entries);
+  struct Child {
+    std::string first_key;
+    size_t common = 0;  // prefix shared by every key of the leaf, left out of its keys
+    uint64_t offset = 0, length = 0, num_keys = 0, indirect = 0;
+  };
+  std::vector<Child> children;
+  for (size_t start = 0; start < entries.size(); start += per_leaf) {
+    const size_t end = std::min(entries.size(), start + per_leaf);
+    Child c;
+    c.first_key = *entries[start].key;
+    c.common = common_prefix(c.first_key, *entries[end - 1].key);
+    if (entries.size() <= per_leaf) c.common = 0;  // a lone leaf is the root: no parent prefix
+    std::vector<std::string> keys;
+    bool indirect = false;
+    for (size_t e = start; e < end; ++e) {
+      keys.push_back(entries[e].key->substr(c.common));
+      if (entries[e].offset != UINT64_MAX) {
+        indirect = true;
+        c.indirect += entries[e].value->size();
+      }
+    }
+    std::string leaf;
+    leaf += '\0';  // height 0
+    if (indirect)
+      put_table(leaf, data_path);
+    else
+      put_varint(leaf, 0);  // no data files: every value inline
+    put_varint(leaf, keys.size());
+    put_keys<Child>(leaf, keys);
+    for (size_t e = start; e < end; ++e) put_varint(leaf, entries[e].value->size());
+    for (size_t e = start; e < end; ++e)
+      leaf += static_cast<char>(entries[e].offset == UINT64_MAX ? 0 : 1);
+    for (size_t e = start; e < end; ++e)
+      if (entries[e].offset != UINT64_MAX) put_varint(leaf, 0);  // the one data file
+    for (size_t e = start; e < end; ++e)
+      if (entries[e].offset != UINT64_MAX) put_varint(leaf, entries[e].offset);
+    for (size_t e = start; e < end; ++e)
+      if (entries[e].offset == UINT64_MAX) leaf += *entries[e].value;
+    if (leaf.size() > options.max_decoded_node_bytes)
+      throw Error("ocdbt: a B+tree leaf of " + std::to_string(keys.size()) +
+                  " keys exceeds the node limit (lower max_leaf_entries)");
+    const std::string node = frame(kBtreeNodeMagic, leaf, options.zstd_level);
+    c.offset = data.size();
+    c.length = node.size();
+    c.num_keys = keys.size();
+    data += node;
+    children.push_back(std::move(c));
+  }
+  int root_height = 0;
+  uint64_t node_offset = children[0].offset, node_length = children[0].length;
+  uint64_t tree_bytes = children[0].length;
+  if (children.size() > 1) {
+    root_height = 1;
+    std::string root;
+    root += '\1';  // height 1
+    put_table(root, data_path);
+    put_varint(root, children.size());
+    std::vector<std::string> keys;
+    for (const auto& c : children) keys.push_back(c.first_key);
+    put_keys(root, keys, &children);
+    for (size_t c = 0; c < children.size(); ++c) put_varint(root, 0);
+    for (const auto& c : children) put_varint(root, c.offset);
+    for (const auto& c : children) put_varint(root, c.length);
+    for (const auto& c : children) put_varint(root, c.num_keys);
+    for (const auto& c : children) put_varint(root, c.length);
+    for (const auto& c : children) put_varint(root, c.indirect);
+    const std::string node = frame(kBtreeNodeMagic, root, options.zstd_level);
+    node_offset = data.size();
+    node_length = node.size();
+    tree_bytes = node.size();
+    for (const auto& c : children) tree_bytes += c.length;
+    data += node;
+  }
   files::write_synced(dir / data_path, data);
   files::sync_dir(dir / "d");
 
@@ -150,12 +207,12 @@ void write_database(const fs::path& dir, const std::map<std::string, std::string
   put_table(m, data_path);
   put_varint(m, 1);  // one version: generation 1
   put_varint(m, 1);
-  m += '\0';  // root height
+  m += static_cast<char>(root_height);
   put_varint(m, 0);
   put_varint(m, node_offset);
-  put_varint(m, node.size());
+  put_varint(m, node_length);
   put_varint(m, values.size());
-  put_varint(m, node.size());
+  put_varint(m, tree_bytes);
   put_varint(m, indirect_bytes);
   put_le(m, static_cast<uint64_t>(files::now_nanos()), 8);
   put_varint(m, 0);  // no version nodes
