@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev   # BLAS, and the LAPACK that JAX's linear-algebra custom calls run on (docs/linalg.md)
   libzstd-dev
+  zlib1g-dev        # gzip chunks (zarr's gzip codec, t5x checkpoints)
+  libmsgpack-cxx-dev  # Flax, legacy Orbax and t5x msgpack checkpoints (header-only)
   libssl-dev        # SHA-256 through OpenSSL's libcrypto
   nlohmann-json3-dev  # JSON parsing (header-only)
   libcli11-dev      # the `cujax` command's options (header-only)

@@ -9,7 +9,7 @@ src="$2"
 source "$src/tests/cli_test_lib.sh"
 
 "$cujax" --help >"$work/usage" || fail "cujax --help: exit status $?"
-commands="doctor compile stablehlo-test train generate export run"
+commands="doctor compile stablehlo-test train generate export run checkpoint"
 benches="dispatch train attention decode scaling"
 if grep -q '^  serve ' "$work/usage"; then
   commands="$commands serve"

@@ -1,6 +1,7 @@
-// Orbax checkpoints: the non-OCDBT zarr v2 layout that orbax.checkpoint's StandardCheckpointer
-// reads with no flags, so state saved here restores in Flax and state saved by Orbax
-// (`use_ocdbt=False`) restores here. See docs/checkpoints.md for the layout.
+// Orbax checkpoints. Saves write the non-OCDBT zarr v2 layout, which orbax.checkpoint's
+// StandardCheckpointer reads with no flags; restores read that layout and Orbax's default one
+// (TensorStore's OCDBT database holding zarr v2 or v3 arrays, as Orbax's StandardCheckpointer,
+// CheckpointManager and v1 save_checkpointables write it). See docs/checkpoints.md.
 //
 //   checkpoint::StandardCheckpointer ckpt;
 //   ckpt.save("/tmp/ckpt", state);                     // atomic: tmp folder, fsync, rename
@@ -45,8 +46,17 @@ struct HostState {
 // Waits for each array and copies it to the host (a private copy: training may go on).
 HostState to_host(const State& state);
 
+struct StandardCheckpointerOptions {
+  // Save in Orbax's default layout (an OCDBT database holding the zarr v2 arrays, one
+  // process) instead of zarr folders. Restores read both layouts whatever this says.
+  bool use_ocdbt = false;
+};
+
 class StandardCheckpointer {
  public:
+  StandardCheckpointer() = default;
+  explicit StandardCheckpointer(StandardCheckpointerOptions options) : options_(options) {}
+
   // Writes `state` as a complete checkpoint at `path`. Each State path becomes the parameter
   // "<path>.value" (Flax NNX's Variable attribute). Fails when `path` exists unless `force`,
   // which replaces it atomically (an exchange of the two folders). On any failure `path` is
@@ -66,7 +76,25 @@ class StandardCheckpointer {
 
   // The parameters stored at `path`: name (with ".value" when stored so) -> shape and dtype.
   std::vector<std::pair<std::string, ShapeDtype>> metadata(const std::string& path) const;
+
+ private:
+  StandardCheckpointerOptions options_;
 };
+
+// Every array of a checkpoint in a format cujax reads, with no target: Orbax's OCDBT layout
+// (zarr v2 or v3 inside, composite checkpoints' `state/` item), the non-OCDBT zarr layout,
+// Flax msgpack files, legacy Orbax msgpack + zarr folders, t5x checkpoints, and safetensors
+// files. Leaves in the checkpoint's order, named by '.'-joined keys.
+struct Leaf {
+  std::string path;
+  HostTensor value;
+};
+struct LoadedCheckpoint {
+  std::string format;  // "orbax ocdbt", "orbax zarr", "orbax msgpack", "flax msgpack", "t5x",
+                       // "safetensors"
+  std::vector<Leaf> leaves;
+};
+LoadedCheckpoint load_any(const std::string& path);
 
 struct CheckpointManagerOptions {
   // Keep the most recent N complete steps (nullopt: keep all).

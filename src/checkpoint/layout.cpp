@@ -1,8 +1,10 @@
 #include "checkpoint/layout.h"
 
+#include <map>
 #include <set>
 
 #include "checkpoint/files.h"
+#include "checkpoint/ocdbt.h"
 #include "checkpoint/zarr.h"
 #include "cujax/core/error.h"
 
@@ -83,7 +85,7 @@ std::string key_tuple_repr(const std::string& name) {
   return s + (keys.size() == 1 ? ",)" : ")");
 }
 
-json::Value tree_metadata(const HostState& state) {
+json::Value tree_metadata(const HostState& state, bool use_ocdbt) {
   json::Value tree = json::Value::object();
   for (const auto& e : state.entries) {
     const std::string name = param_name(e.path);
@@ -106,7 +108,7 @@ json::Value tree_metadata(const HostState& state) {
   }
   json::Value m = json::Value::object();
   m.set("tree_metadata", std::move(tree));
-  m.set("use_ocdbt", false);
+  m.set("use_ocdbt", use_ocdbt);
   m.set("use_zarr3", false);
   m.set("store_array_data_equal_to_fill_value", true);
   m.set("custom_metadata", nullptr);
@@ -136,19 +138,31 @@ json::Value checkpoint_metadata(json::Value item_handlers, json::Value metrics,
   return m;
 }
 
-void write_item(const fs::path& dir, const HostState& state) {
+void write_item(const fs::path& dir, const HostState& state, bool use_ocdbt) {
   std::set<std::string> seen;
   for (const auto& e : state.entries) {
     check_name(e.path);
     if (!seen.insert(e.path).second)
       throw Error("checkpoint: State path '" + e.path + "' appears twice");
   }
-  for (const auto& e : state.entries) {
-    const fs::path p = dir / param_name(e.path);
-    fs::create_directory(p);
-    zarr::write_array(p, e.value);
+  if (use_ocdbt) {
+    // The same zarr keys, as values of one OCDBT database (Orbax's default layout).
+    std::map<std::string, std::string> values;
+    for (const auto& e : state.entries) {
+      const std::string name = param_name(e.path);
+      values[name + "/.zarray"] = json::dump(zarr::zarray_for(e.value));
+      if (e.value.size() > 0)
+        values[name + "/" + zarr::single_chunk_key(e.value)] = zarr::single_chunk(e.value);
+    }
+    ocdbt::write_database(dir, values);
+  } else {
+    for (const auto& e : state.entries) {
+      const fs::path p = dir / param_name(e.path);
+      fs::create_directory(p);
+      zarr::write_array(p, e.value);
+    }
   }
-  files::write_synced(dir / "_METADATA", json::dump(tree_metadata(state)));
+  files::write_synced(dir / "_METADATA", json::dump(tree_metadata(state, use_ocdbt)));
   files::write_synced(dir / "_sharding", json::dump(sharding_metadata(state)));
   files::sync_dir(dir);
 }

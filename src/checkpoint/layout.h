@@ -18,13 +18,14 @@ std::string param_name(const std::string& state_path);
 // The key tuple of a parameter name as Python prints it: "('a', '0', 'value')".
 std::string key_tuple_repr(const std::string& name);
 // _METADATA for the parameters of `state`.
-json::Value tree_metadata(const HostState& state);
+json::Value tree_metadata(const HostState& state, bool use_ocdbt = false);
 // _sharding: base64url(param name) -> JSON text of a SingleDeviceSharding.
 json::Value sharding_metadata(const HostState& state);
 // _CHECKPOINT_METADATA with the given item_handlers and metrics.
 json::Value checkpoint_metadata(json::Value item_handlers, json::Value metrics,
                                 int64_t init_timestamp_nsecs);
-// Writes the parameter folders, _METADATA and _sharding into the existing folder `dir`.
-void write_item(const std::filesystem::path& dir, const HostState& state);
+// Writes the parameters (zarr folders, or with `use_ocdbt` one OCDBT database holding the same
+// keys), _METADATA and _sharding into the existing folder `dir`.
+void write_item(const std::filesystem::path& dir, const HostState& state, bool use_ocdbt = false);
 
 }  // namespace cujax::checkpoint::layout

@@ -1,6 +1,9 @@
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "checkpoint/files.h"
+#include "checkpoint/kvstore.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/zarr.h"
 #include "cujax/checkpoint.h"
@@ -45,28 +48,57 @@ std::vector<std::string> parse_key_tuple(const std::string& s, const std::string
 }
 
 struct StoredParam {
-  std::string name;  // folder name: keys joined with "."
+  std::string name;  // key prefix in the item's store: keys joined with "."
   std::string value_type;
 };
 
-std::vector<StoredParam> stored_params(const fs::path& dir) {
-  if (!fs::is_directory(dir)) throw Error("checkpoint: " + dir.string() + " is not a folder");
-  if (fs::exists(dir / "manifest.ocdbt"))
-    throw Error("checkpoint: " + dir.string() +
-                " is an OCDBT checkpoint; cujax reads the zarr layout (save it in Python with "
-                "ocp.StandardCheckpointer(use_ocdbt=False))");
+// An Orbax pytree item opened for reading: its folder, the key-value store its arrays live in
+// (a plain folder or an OCDBT database) and the parameters it holds.
+struct Item {
+  fs::path dir;
+  std::unique_ptr<KvStore> store;
+  std::vector<StoredParam> params;
+};
+
+bool has_array_keys(const fs::path& dir) {
+  return fs::exists(dir / "_METADATA") || fs::exists(dir / "manifest.ocdbt");
+}
+
+Item open_item(const fs::path& path) {
+  if (!fs::is_directory(path)) throw Error("checkpoint: " + path.string() + " is not a folder");
+  Item item{path, nullptr, {}};
+  // Orbax's v1 API (composite checkpoints) keeps the pytree in the item folder "state".
+  if (!has_array_keys(path) && fs::is_directory(path / "state") && has_array_keys(path / "state"))
+    item.dir = path / "state";
+  const fs::path& dir = item.dir;
   const fs::path file = dir / "_METADATA";
-  if (!fs::exists(file))
-    throw Error("checkpoint: " + dir.string() + " is not an Orbax checkpoint (no _METADATA)");
-  const json::Value meta = json::parse(files::read(file), file.string());
-  if (const json::Value* o = meta.get("use_ocdbt"); o && o->as_bool())
-    throw Error("checkpoint: " + file.string() +
-                " says use_ocdbt: cujax reads the non-OCDBT zarr layout (save with "
-                "use_ocdbt=False)");
-  if (const json::Value* z = meta.get("use_zarr3"); z && z->as_bool())
-    throw Error("checkpoint: " + file.string() + " says use_zarr3: cujax reads zarr v2");
-  std::vector<StoredParam> out;
-  for (const auto& [key, entry] : meta.at("tree_metadata").as_object()) {
+  const bool ocdbt = fs::exists(dir / "manifest.ocdbt");
+  std::optional<json::Value> meta;
+  if (fs::exists(file)) meta = json::parse(files::read(file), file.string());
+  if (meta) {
+    if (const json::Value* o = meta->get("use_ocdbt"); o && o->as_bool() && !ocdbt)
+      throw Error("checkpoint: " + dir.string() +
+                  ": _METADATA says use_ocdbt but the OCDBT manifest " +
+                  (dir / "manifest.ocdbt").string() + " is missing");
+  }
+  item.store = open_store(dir);
+  if (!meta && !ocdbt)
+    throw Error("checkpoint: " + path.string() + " is not an Orbax checkpoint (no _METADATA)");
+  if (!meta) {
+    // An OCDBT item without tree metadata (Orbax restores one given a target): the arrays are
+    // the keys holding zarr metadata.
+    for (const std::string& k : item.store->keys()) {
+      for (const std::string sfx : {"/.zarray", "/zarr.json"}) {
+        if (k.size() > sfx.size() && k.compare(k.size() - sfx.size(), sfx.size(), sfx) == 0)
+          item.params.push_back({k.substr(0, k.size() - sfx.size()), "jax.Array"});
+      }
+    }
+    if (item.params.empty())
+      throw Error("checkpoint: " + path.string() +
+                  " holds no _METADATA and its OCDBT database no zarr arrays");
+    return item;
+  }
+  for (const auto& [key, entry] : meta->at("tree_metadata").as_object()) {
     std::vector<std::string> keys;
     if (const json::Value* km = entry.get("key_metadata"); km && !km->as_array().empty()) {
       for (const auto& k : km->as_array()) {
@@ -83,9 +115,9 @@ std::vector<StoredParam> stored_params(const fs::path& dir) {
       if (const json::Value* skip = vm->get("skip_deserialize"); skip && skip->as_bool()) continue;
       if (const json::Value* t = vm->get("value_type")) p.value_type = t->as_string();
     }
-    out.push_back(std::move(p));
+    item.params.push_back(std::move(p));
   }
-  return out;
+  return item;
 }
 
 std::string describe(const ShapeDtype& a) {
@@ -121,7 +153,7 @@ void StandardCheckpointer::save(const std::string& path, const HostState& state,
   try {
     const int64_t init = files::now_nanos();
     fs::create_directory(tmp);
-    layout::write_item(tmp, state);
+    layout::write_item(tmp, state, options_.use_ocdbt);
     files::write_synced(tmp / "_CHECKPOINT_METADATA",
                         json::dump(layout::checkpoint_metadata(layout::kStandardHandler,
                                                                json::Value::object(), init)));
@@ -137,8 +169,9 @@ void StandardCheckpointer::save(const std::string& path, const HostState& state,
 std::vector<std::pair<std::string, ShapeDtype>> StandardCheckpointer::metadata(
     const std::string& path) const {
   std::vector<std::pair<std::string, ShapeDtype>> out;
-  for (const auto& p : stored_params(path)) {
-    const zarr::ArrayInfo info = zarr::read_info(fs::path(path) / p.name);
+  const Item item = open_item(path);
+  for (const auto& p : item.params) {
+    const zarr::ArrayInfo info = zarr::read_info(*item.store, p.name);
     out.push_back({p.name, ShapeDtype{info.shape, info.dtype, false}});
   }
   return out;
@@ -152,8 +185,8 @@ State StandardCheckpointer::restore(const std::string& path, const State& target
 
 State StandardCheckpointer::restore(
     const std::string& path, const std::vector<std::pair<std::string, ShapeDtype>>& target) const {
-  const fs::path dir(path);
-  const std::vector<StoredParam> stored = stored_params(dir);
+  const Item item = open_item(path);
+  const std::vector<StoredParam>& stored = item.params;
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < stored.size(); ++i) by_name[stored[i].name] = i;
 
@@ -161,7 +194,7 @@ State StandardCheckpointer::restore(
   std::vector<bool> used(stored.size(), false);
   struct Match {
     std::string path;
-    fs::path folder;
+    std::string name;
     zarr::ArrayInfo info;
   };
   std::vector<Match> matches;
@@ -179,7 +212,7 @@ State StandardCheckpointer::restore(
       problems.push_back("parameter '" + sp.name + "' holds a " + sp.value_type + ", not an array");
       continue;
     }
-    Match m{p, dir / sp.name, zarr::read_info(dir / sp.name)};
+    Match m{p, sp.name, zarr::read_info(*item.store, sp.name)};
     if (m.info.shape != a.shape)
       problems.push_back("'" + p + "': shape " + shape_to_string(m.info.shape) +
                          " in the checkpoint, " + shape_to_string(a.shape) + " in the target");
@@ -192,9 +225,11 @@ State StandardCheckpointer::restore(
   for (size_t i = 0; i < stored.size(); ++i) {
     if (used[i]) continue;
     std::string what = "extra parameter '" + stored[i].name + "' in the checkpoint";
-    if (fs::exists(dir / stored[i].name / ".zarray")) {
-      const zarr::ArrayInfo info = zarr::read_info(dir / stored[i].name);
+    try {
+      const zarr::ArrayInfo info = zarr::read_info(*item.store, stored[i].name);
       what += " (" + describe(ShapeDtype{info.shape, info.dtype, false}) + ")";
+    } catch (const Error&) {
+      // Its shape only decorates the message.
     }
     problems.push_back(what + ", not in the target");
   }
@@ -206,7 +241,8 @@ State StandardCheckpointer::restore(
     throw Error(msg);
   }
   State out;
-  for (const auto& m : matches) out.set(m.path, array(zarr::read_array(m.folder, m.info)));
+  for (const auto& m : matches)
+    out.set(m.path, array(zarr::read_array(*item.store, m.name, m.info)));
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/checkpoint.h"
 #include "cli/compile.h"
 #include "cli/conformance.h"
 #include "cli/doctor.h"
@@ -61,6 +62,8 @@ commands:
                                a trained model as a portable artifact, weights included
       --fn serve --max-batch B --max-seq T
                                the serving bundle `cujax serve --model FILE` runs
+  checkpoint show PATH [--values]
+                               every leaf of a checkpoint (Orbax, Flax msgpack, t5x, safetensors)
   run FILE --input X.npy... --output OUT.npy... [--print] [--platform P]
                                run an exported artifact on .npy inputs (docs/export.md):
                                a cujax artifact, a StableHLO portable artifact (.mlirbc)
@@ -163,6 +166,7 @@ int main(int argc, char** argv) {
     if (command == "run") return cujax::cli::run_artifact(args);
     if (command == "stablehlo-translate") return cujax::cli::stablehlo_translate_command(args);
     if (command == "export") return cujax::cli::export_command(args);
+    if (command == "checkpoint") return cujax::cli::checkpoint_command(args);
 #ifdef CUJAX_HAVE_HTTPLIB
     if (command == "serve") return cujax::cli::serve_command(args);
 #endif
