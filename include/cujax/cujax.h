@@ -44,6 +44,7 @@
 
 // Transformations and trees: jit, grad, vmap, jax.tree.
 #include "cujax/grad.h"
+#include "cujax/jacobian.h"
 #include "cujax/jit.h"
 #include "cujax/tree.h"
 #include "cujax/vmap.h"

@@ -8,6 +8,8 @@ namespace cujax::nnx {
 
 Dropout::Dropout(double r, bool det, Rngs* rngs) : rate(r), deterministic(det), rngs_(rngs) {
   if (r < 0 || r > 1) throw Error("nnx.Dropout: rate must be in [0, 1], got " + std::to_string(r));
+  attribute("rate", rate);
+  attribute("deterministic", deterministic);
 }
 
 Array Dropout::operator()(const Array& x, std::optional<bool> det, Rngs* rngs) const {

@@ -129,6 +129,8 @@ const char* kind_name(VariableKind kind) {
       return "Cache";
     case VariableKind::RngState:
       return "RngState";
+    case VariableKind::MetricState:
+      return "MetricState";
   }
   return "?";
 }

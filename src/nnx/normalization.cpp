@@ -23,6 +23,7 @@ DType stats_dtype(DType t) {
 
 LayerNorm::LayerNorm(int64_t n, Rngs&, const NormOptions& options)
     : num_features(n), epsilon(options.epsilon), dtype_(options.dtype) {
+  attribute("epsilon", epsilon);
   if (options.use_scale) scale = param("scale", jnp::ones({n}, options.param_dtype));
   if (options.use_bias) bias = param("bias", jnp::zeros({n}, options.param_dtype));
 }
@@ -60,6 +61,69 @@ Array RMSNorm::operator()(const Array& x) const {
   if (scale) {
     y = jnp::multiply(y, scale->value);
     if (!dtype_) t = jnp::promote_types(t, scale->value.dtype());
+  }
+  return jnp::astype(y, t);
+}
+
+BatchNorm::BatchNorm(int64_t n, Rngs& rngs, const BatchNormOptions& o)
+    : num_features(n),
+      use_running_average(o.use_running_average),
+      axis(o.axis),
+      momentum(o.momentum),
+      epsilon(o.epsilon),
+      use_fast_variance(o.use_fast_variance),
+      dtype_(o.dtype) {
+  mean = variable("mean", VariableKind::BatchStat, jnp::zeros({n}, o.param_dtype));
+  var = variable("var", VariableKind::BatchStat, jnp::ones({n}, o.param_dtype));
+  if (o.use_scale) scale = param("scale", o.scale_init(rngs.params(), {n}, o.param_dtype));
+  if (o.use_bias) bias = param("bias", o.bias_init(rngs.params(), {n}, o.param_dtype));
+  attribute("use_running_average", use_running_average);
+  attribute("momentum", momentum);
+  attribute("epsilon", epsilon);
+  attribute("use_fast_variance", use_fast_variance);
+}
+
+Array BatchNorm::operator()(const Array& x, std::optional<bool> running) {
+  const int64_t a = axis < 0 ? axis + x.ndim() : axis;
+  if (a < 0 || a >= x.ndim() || x.shape()[a] != num_features)
+    throw Error("nnx.BatchNorm: input " + x.aval().str() + " does not have num_features " +
+                std::to_string(num_features) + " at axis " + std::to_string(axis));
+  std::vector<int64_t> reduce;
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (i != a) reduce.push_back(i);
+  // (num_features,) broadcast along `a`.
+  Shape feature_shape(x.ndim(), 1);
+  feature_shape[a] = num_features;
+  auto bcast = [&](const Array& v) { return jnp::reshape(v, feature_shape); };
+
+  const Array xs = jnp::astype(x, stats_dtype(x.dtype()));
+  Array m, v;
+  if (running.value_or(use_running_average)) {
+    m = mean->value;
+    v = var->value;
+  } else {
+    m = jnp::mean(xs, reduce);
+    if (use_fast_variance)
+      v = jnp::maximum(jnp::subtract(jnp::mean(jnp::square(xs), reduce), jnp::square(m)), 0.0);
+    else
+      v = jnp::mean(jnp::square(jnp::subtract(xs, bcast(m))), reduce);
+    // The running averages, in their own dtype, as Flax's ra_mean.value = ...
+    const DType mt = mean->value.dtype(), vt = var->value.dtype();
+    mean->value = jnp::astype(
+        jnp::add(jnp::multiply(mean->value, momentum), jnp::multiply(m, 1.0 - momentum)), mt);
+    var->value = jnp::astype(
+        jnp::add(jnp::multiply(var->value, momentum), jnp::multiply(v, 1.0 - momentum)), vt);
+  }
+  Array mul = jnp::rsqrt(jnp::add(v, epsilon));
+  DType t = dtype_ ? *dtype_ : x.dtype();
+  if (scale) {
+    mul = jnp::multiply(mul, scale->value);
+    if (!dtype_) t = jnp::promote_types(t, scale->value.dtype());
+  }
+  Array y = jnp::multiply(jnp::subtract(xs, bcast(m)), bcast(mul));
+  if (bias) {
+    y = jnp::add(y, bcast(bias->value));
+    if (!dtype_) t = jnp::promote_types(t, bias->value.dtype());
   }
   return jnp::astype(y, t);
 }

@@ -256,9 +256,37 @@ std::string JitCore::explain_miss(const Signature& sig) const {
   }
   if (closest && closest->settings != sig.settings)
     return "different trace settings: now " + sig.settings + " and before " + closest->settings;
-  if (!closest)
+  if (!closest) {
+    // A changed static value (static_argnums, an nnx module's mode) is a differing "s:" token
+    // in otherwise equal structures: name it rather than print both structures whole.
+    const Signature* nearest = nullptr;
+    size_t common = 0;
+    for (const auto& prev : seen_) {
+      size_t n = 0;
+      while (n < prev.structure.size() && n < sig.structure.size() &&
+             prev.structure[n] == sig.structure[n])
+        ++n;
+      if (!nearest || n > common) {
+        nearest = &prev;
+        common = n;
+      }
+    }
+    auto token = [&](const std::string& s) {
+      size_t begin = s.find_last_of("(,", common == 0 ? 0 : common - 1);
+      begin = begin == std::string::npos ? 0 : begin + 1;
+      const size_t end = s.find_first_of(",)", common);
+      return s.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    };
+    const std::string was = token(nearest->structure), now = token(sig.structure);
+    const size_t colon = now.find("s:");
+    if (colon != std::string::npos && colon == was.find("s:") &&
+        now.compare(0, colon, was, 0, colon) == 0)
+      return "different static value" +
+             (colon == 0 ? std::string() : " of " + now.substr(0, colon - 1)) + ": " +
+             was.substr(colon + 2) + " -> " + now.substr(colon + 2);
     return "different argument structure: now " + sig.structure + " and before " +
            seen_.back().structure;
+  }
   std::string why;
   for (size_t i = 0; i < sig.leaves.size(); ++i) {
     const std::string was = sharding_name(closest->leaves[i]), now = sharding_name(sig.leaves[i]);

@@ -11,8 +11,9 @@
 //   });
 //   Array loss = train_step(model, optimizer, x, y);   // traced and compiled once per shape
 //
-// The cache is keyed on each module's and optimizer's address as well as on the shapes and
-// dtypes of their state, as Flax keys it on the graph definition.
+// The cache is keyed on each module's and optimizer's address, on the shapes and dtypes of
+// their state and on the modules' static attributes (deterministic, use_running_average...),
+// as Flax keys it on the graph definition: model.eval() after a training step traces again.
 #pragma once
 
 #include <concepts>
@@ -43,6 +44,8 @@ template <class M>
 struct ModuleArg {
   State state;
   M* module;
+  // Its static attributes at the call (modes, rates): static leaves of the cache key.
+  std::vector<std::pair<std::string, std::string>> attributes;
 };
 struct OptimizerArg {
   State opt_state;
@@ -59,7 +62,7 @@ auto lift(T& arg) {
   using U = std::remove_cvref_t<T>;
   if constexpr (is_module_v<T>) {
     static_assert(!std::is_const_v<T>, "nnx::jit: pass modules by non-const reference");
-    return ModuleArg<U>{state(arg), &arg};
+    return ModuleArg<U>{state(arg), &arg, arg.static_attributes()};
   } else if constexpr (is_optimizer_v<T>) {
     static_assert(!std::is_const_v<T>, "nnx::jit: pass optimizers by non-const reference");
     return OptimizerArg{arg.opt_state(), &arg};
@@ -198,6 +201,13 @@ struct cujax::TreeTraits<cujax::nnx::detail::ModuleArg<M>> {
     std::ostringstream at;
     at << static_cast<const void*>(a.module);
     vis.static_leaf(at.str());
+    vis.key("attributes");
+    vis.open("attributes");
+    for (const auto& [path, value] : a.attributes) {
+      vis.key(path);
+      vis.static_leaf(value);
+    }
+    vis.close();
     vis.close();
   }
 };

@@ -18,6 +18,7 @@
 #include <string>
 #include <typeinfo>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "cujax/array.h"
@@ -26,7 +27,7 @@
 namespace cujax::nnx {
 
 // The variable types of Flax NNX (nnx.Param, nnx.BatchStat, nnx.Cache, nnx.RngState).
-enum class VariableKind { Param, BatchStat, Cache, RngState };
+enum class VariableKind { Param, BatchStat, Cache, RngState, MetricState };
 const char* kind_name(VariableKind kind);  // "Param", ...
 
 // Every live Variable and Module is known by address, so that one held as a member without
@@ -61,6 +62,11 @@ class Filter {
   unsigned mask_ = ~0u;
 };
 
+// The value of a static attribute (Flax's non-Variable module attributes: deterministic,
+// use_running_average, rate...), as set_attributes() takes it.
+using AttributeValue = std::variant<bool, int64_t, double, std::string>;
+std::string attribute_str(const AttributeValue& v);  // "true", "3", "0.5", "SAME"
+
 // A module. Subclasses register their variables and children in their constructor; the
 // registration order is the order of state(). Modules hold variables by address, so they are
 // neither copied nor moved (hold them by value as members or in std::unique_ptr).
@@ -84,6 +90,25 @@ class Module {
                          const std::string& prefix = "");
   // The variable at a dotted path, or nullptr.
   Variable* find_variable(const std::string& path);
+  // Calls fn(path, module) for this module ("") and every module below it, depth first.
+  void for_each_module(const std::function<void(const std::string&, Module&)>& fn,
+                       const std::string& prefix = "");
+
+  // Flax's Module.set_attributes(filter, raise_if_not_found, **attributes): sets each named
+  // static attribute on every module (this one and those below it that `select` accepts, all
+  // by default) that registered it. Throws naming the attributes no selected module has when
+  // raise_if_not_found, and when a value's type does not fit the attribute.
+  using ModulePredicate = std::function<bool(const std::string& path, const Module&)>;
+  void set_attributes(const std::vector<std::pair<std::string, AttributeValue>>& attributes,
+                      bool raise_if_not_found = true, const ModulePredicate& select = {});
+  // model.train(): deterministic = false and use_running_average = false wherever registered
+  // (Dropout, BatchNorm), plus `extra`; model.eval(): both true.
+  void train(const std::vector<std::pair<std::string, AttributeValue>>& extra = {});
+  void eval(const std::vector<std::pair<std::string, AttributeValue>>& extra = {});
+  // (path, value) of every static attribute of this module and those below it. They are part of
+  // the module's structure (Flax's graphdef): nnx::jit and nnx::value_and_grad key their caches
+  // on them, so flipping a mode traces again instead of reusing the other mode's program.
+  std::vector<std::pair<std::string, std::string>> static_attributes();
 
  protected:
   // Registers (or, for an existing name, replaces the value of) a variable.
@@ -93,6 +118,13 @@ class Module {
   }
   // Registers a child module whose variables appear under `name.`.
   void child(const std::string& name, Module& module);
+  // Registers a static attribute (a member of this module, which must outlive nothing but the
+  // module): set_attributes() finds it by name, and jit caches are keyed on its value. Members
+  // that change what the module computes (modes, rates, sizes) should be registered.
+  void attribute(const std::string& name, bool& member);
+  void attribute(const std::string& name, int64_t& member);
+  void attribute(const std::string& name, double& member);
+  void attribute(const std::string& name, std::string& member);
 
  private:
   struct Entry {
@@ -101,12 +133,32 @@ class Module {
     Module* module = nullptr;       // set for children
   };
   std::vector<Entry> entries_;
+  struct Attribute {
+    std::string name;
+    std::variant<bool*, int64_t*, double*, std::string*> member;
+  };
+  std::vector<Attribute> attributes_;
   bool members_checked_ = false;
 };
 
 // The module types the template overloads below check (Module& itself has no size to check).
 template <class M>
 concept DerivedModule = std::derived_from<M, Module> && !std::same_as<M, Module>;
+
+// nnx.set_attributes(model, ...), as Module::set_attributes; `select` picks modules by path and
+// type, e.g. nnx::of_type<nnx::Dropout>() as Flax's set_attributes(nnx.Dropout, ...).
+inline void set_attributes(Module& module,
+                           const std::vector<std::pair<std::string, AttributeValue>>& attributes,
+                           bool raise_if_not_found = true,
+                           const Module::ModulePredicate& select = {}) {
+  module.set_attributes(attributes, raise_if_not_found, select);
+}
+template <class T>
+Module::ModulePredicate of_type() {
+  return [](const std::string&, const Module& m) { return dynamic_cast<const T*>(&m) != nullptr; };
+}
+// The static attributes as one line, "path=value;..." (sorted by registration order).
+std::string static_attributes_str(Module& module);
 
 // nnx.state(model, filter): the selected variables' values by path.
 State state(Module& module, const Filter& filter = {});

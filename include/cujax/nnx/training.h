@@ -63,56 +63,92 @@ class Optimizer {
 namespace detail {
 // The module a differentiated function runs on: a static argument of the jitted gradient, so
 // its cache is keyed on the module's address.
+// Its static attributes are part of the key, so a mode change (model.train()/eval()) traces
+// again.
 template <class M>
 struct ModuleRef {
   M* module;
+  std::string attributes;
   friend std::ostream& operator<<(std::ostream& os, const ModuleRef& r) {
-    return os << "module@" << static_cast<const void*>(r.module);
+    return os << "module@" << static_cast<const void*>(r.module) << " attributes "
+              << (r.attributes.empty() ? "none" : r.attributes);
   }
 };
 
-template <class F>
+// With Aux, f returns (loss, aux) and the result is ((loss, aux), grads).
+template <bool Aux, class F>
 auto module_value_and_grad(F f, Filter wrt) {
-  // (params, other variables, module, args...) -> ((loss, other variables after f), d/d params)
+  // (params, other variables, module, args...) -> ((loss, aux and other variables after f),
+  // d/d params)
   auto with_state = [f, wrt](const State& params, const State& rest, const auto& ref,
                              const auto&... args) {
     auto& model = *ref.module;
     State all = params;
     for (const auto& [path, value] : rest) all.set(path, value);
-    return functional_call(model, all, wrt.complement(), [&] { return Array(f(model, args...)); });
+    if constexpr (Aux) {
+      auto [out, new_rest] =
+          functional_call(model, all, wrt.complement(), [&] { return f(model, args...); });
+      return std::make_pair(Array(out.first), std::make_pair(out.second, new_rest));
+    } else {
+      return functional_call(model, all, wrt.complement(),
+                             [&] { return Array(f(model, args...)); });
+    }
   };
   auto vg = cujax::value_and_grad(std::move(with_state), argnums<0>, has_aux);
   return [vg, wrt](auto& model, const auto&... args) {
     using M = std::remove_reference_t<decltype(model)>;
     const State params = state(model, wrt);
     const State rest = state(model, wrt.complement());
-    auto [value_and_rest, grads] = vg(params, rest, ModuleRef<M>{&model}, args...);
-    auto& [value, new_rest] = value_and_rest;
+    auto [value_and_rest, grads] =
+        vg(params, rest, ModuleRef<M>{&model, static_attributes_str(model)}, args...);
+    auto& value = value_and_rest.first;
+    const State* new_rest;
+    if constexpr (Aux)
+      new_rest = &value_and_rest.second.second;
+    else
+      new_rest = &value_and_rest.second;
     // Variables f changed (RNG counts, batch statistics) go back into the module, as Flax does.
     // Tracers may only go into a module whose state was swapped in by a trace (nnx::jit,
     // functional_call), which restores it afterwards; else they would stay behind.
     bool swapped_in = false;
     for (const auto& [path, p] : params) swapped_in = swapped_in || p.is_tracer();
-    if (!value.is_tracer() || swapped_in) update(model, new_rest);
-    return std::make_pair(value, grads);
+    if (!value.is_tracer() || swapped_in) update(model, *new_rest);
+    if constexpr (Aux)
+      return std::make_pair(std::make_pair(value, value_and_rest.second.first), grads);
+    else
+      return std::make_pair(value, grads);
   };
 }
 }  // namespace detail
 
 // nnx.value_and_grad(f)(model, args...) -> (f(model, args...), gradient with respect to the
 // variables `wrt` selects, as a State). f takes the module (its concrete type) and returns a
-// scalar. Make the function once and call it every step: it is jitted and cached per module
-// and argument signature.
+// scalar. Make the function once and call it every step: it is jitted and cached per module,
+// its static attributes (train/eval mode) and argument signature.
 template <class F>
 auto value_and_grad(F f, Filter wrt = VariableKind::Param) {
-  return detail::module_value_and_grad(std::move(f), wrt);
+  return detail::module_value_and_grad<false>(std::move(f), wrt);
+}
+// nnx.value_and_grad(f, has_aux=True): f returns (loss, aux), a pytree aux such as logits;
+// the result is ((loss, aux), grads).
+template <class F>
+auto value_and_grad(F f, HasAux, Filter wrt = VariableKind::Param) {
+  return detail::module_value_and_grad<true>(std::move(f), wrt);
 }
 
 // nnx.grad(f)(model, args...): the gradient alone.
 template <class F>
 auto grad(F f, Filter wrt = VariableKind::Param) {
-  return [vg = detail::module_value_and_grad(std::move(f), wrt)](auto& model, const auto&... args) {
-    return vg(model, args...).second;
+  return [vg = detail::module_value_and_grad<false>(std::move(f), wrt)](
+             auto& model, const auto&... args) { return vg(model, args...).second; };
+}
+// nnx.grad(f, has_aux=True): (grads, aux), as jax.grad.
+template <class F>
+auto grad(F f, HasAux, Filter wrt = VariableKind::Param) {
+  return [vg = detail::module_value_and_grad<true>(std::move(f), wrt)](auto& model,
+                                                                       const auto&... args) {
+    auto r = vg(model, args...);
+    return std::make_pair(std::move(r.second), std::move(r.first.second));
   };
 }
 

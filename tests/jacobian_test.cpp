@@ -1,0 +1,82 @@
+// jacfwd, jacrev, jacobian and hessian against hand-derived matrices and each other.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "cujax/jacobian.h"
+#include "cujax/jit.h"
+#include "cujax/numpy.h"
+
+namespace cujax {
+namespace {
+
+namespace jnp = cujax::numpy;
+
+std::vector<double> f64(const Array& a) {
+  return jnp::astype(a, DType::F64).to_vector<double>();
+}
+
+void expect_close(const Array& a, const std::vector<double>& want, double tol) {
+  const auto got = f64(a);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+// f(x) = [x0 x1, sin(x2), x0^2 + x1 x2]
+Array f3(const Array& x) {
+  const Array a = x[0], b = x[1], c = x[2];
+  return jnp::stack({a * b, jnp::sin(c), a * a + b * c});
+}
+
+TEST(Jacobian, ForwardAndReverseMatchTheHandDerivedMatrix) {
+  const Array x = jnp::array({0.5, -1.5, 2.0});
+  const double a = 0.5, b = -1.5, c = 2.0;
+  const std::vector<double> want = {b, a, 0, 0, 0, std::cos(c), 2 * a, c, b};
+  const Array jr = jacrev(f3)(x), jf = jacfwd(f3)(x);
+  ASSERT_EQ(jr.shape(), (Shape{3, 3}));
+  ASSERT_EQ(jf.shape(), (Shape{3, 3}));
+  expect_close(jr, want, 1e-6);
+  expect_close(jf, want, 1e-6);
+  expect_close(jacobian(f3)(x), want, 1e-6);
+  // Under jit, the same.
+  expect_close(jit([](const Array& v) { return jacfwd(f3)(v); })(x), want, 1e-6);
+}
+
+TEST(Jacobian, MatrixArgumentKeepsJaxLayout) {
+  // d(A A)_ij / dA_kl = [i == k] A_lj + A_ik [j == l]
+  auto square = [](const Array& m) { return jnp::matmul(m, m); };
+  const std::vector<double> A = {1, 2, -3, 0.5};
+  const Array m = jnp::reshape(jnp::array({1.0, 2.0, -3.0, 0.5}), {2, 2});
+  std::vector<double> want;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 2; ++k)
+        for (int l = 0; l < 2; ++l)
+          want.push_back((i == k) * A[l * 2 + j] + A[i * 2 + k] * (j == l));
+  const Array jr = jacrev(square)(m), jf = jacfwd(square)(m);
+  ASSERT_EQ(jr.shape(), (Shape{2, 2, 2, 2}));
+  expect_close(jr, want, 1e-5);
+  expect_close(jf, want, 1e-5);
+}
+
+TEST(Jacobian, HessianOfACubicAndAQuadratic) {
+  // g(x) = sum(x^3) + x0 x1: H = diag(6 x) + [0 1; 1 0] in the first block
+  auto g = [](const Array& x) { return jnp::sum(x * x * x) + x[0] * x[1]; };
+  const Array x = jnp::array({1.0, -2.0, 0.5});
+  const Array h = hessian(g)(x);
+  ASSERT_EQ(h.shape(), (Shape{3, 3}));
+  expect_close(h, {6, 1, 0, 1, -12, 0, 0, 0, 3}, 1e-4);
+  // 0.5 x^T Q x: H = (Q + Q^T) / 2, also as jacrev of jacrev.
+  const Array Q = jnp::reshape(jnp::array({2.0, 1.0, 0.0, 3.0, 4.0, -1.0, 0.5, 0.0, 1.0}), {3, 3});
+  auto quad = [Q](const Array& v) { return 0.5 * jnp::dot(v, jnp::matmul(Q, v)); };
+  const std::vector<double> q = f64(Q);
+  std::vector<double> want;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) want.push_back((q[i * 3 + j] + q[j * 3 + i]) / 2);
+  expect_close(hessian(quad)(x), want, 1e-4);
+  expect_close(jacrev(jacrev(quad))(x), want, 1e-4);
+}
+
+}  // namespace
+}  // namespace cujax
