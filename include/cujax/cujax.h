@@ -72,6 +72,7 @@
 #include "cujax/serve/steps.h"
 
 // The layers below: StableHLO modules, backends and tracing.
+#include "cujax/ir/bytecode.h"
 #include "cujax/ir/ir.h"
 #include "cujax/ir/parser.h"
 #include "cujax/ir/printer.h"
