@@ -241,6 +241,30 @@ TEST(Checkpoint, ReadsMultiChunkArraysAsOrbaxWritesThem) {
   EXPECT_EQ(got.at("net.b").to_vector<float>(), b);
 }
 
+// A shape from untrusted metadata cannot make a reader allocate more than the machine has:
+// load_any (no target to check against) refuses it naming the file.
+TEST(Checkpoint, ArrayLargerThanMemoryIsRefusedBeforeAllocating) {
+  const fs::path dir = fresh_dir("huge");
+  write_chunked(dir / "w", std::vector<float>(4, 1.0f), {2, 2}, {2, 2}, ".", false);
+  write_text(dir / "_METADATA",
+             R"J({"tree_metadata": {"('w',)": {"value_metadata": {"value_type": "np.ndarray", )J"
+             R"J("skip_deserialize": false}}}, "use_ocdbt": false, "use_zarr3": false})J");
+  EXPECT_EQ(checkpoint::load_any(dir.string()).leaves.at(0).value.size(), 4);
+  // 2^20 x 2^20 f32: 4 TiB, within the readers' 2^40-element bound.
+  write_text(dir / "w" / ".zarray",
+             R"({"chunks": [2, 2], "compressor": null, "dimension_separator": ".", )"
+             R"("dtype": "<f4", "fill_value": 0.0, "filters": null, "order": "C", )"
+             R"("shape": [1048576, 1048576], "zarr_format": 2})");
+  try {
+    checkpoint::load_any(dir.string());
+    FAIL() << "a 4 TiB array was read";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find((dir / "w" / ".zarray").string()), std::string::npos) << what;
+    EXPECT_NE(what.find("more than this machine's memory"), std::string::npos) << what;
+  }
+}
+
 TEST(Checkpoint, RestoreListsEveryMismatch) {
   const fs::path dir = fresh_dir("mismatch") / "ckpt";
   State saved;

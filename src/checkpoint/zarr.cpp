@@ -2,6 +2,7 @@
 
 #include "cujax/core/npy.h"
 
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -127,6 +128,19 @@ std::string fill_bytes(const json::Value& fill, DType dtype, const std::string& 
 }
 
 namespace {
+
+// Shapes come from untrusted metadata: an array or chunk larger than this machine's memory is
+// refused, naming the file, before anything is allocated for it.
+void check_fits_in_memory(const Shape& shape, DType dtype, const char* what,
+                          const std::string& file) {
+  const double bytes = static_cast<double>(num_elements(shape)) * size_of(dtype);
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (memory > 0 && bytes > memory)
+    throw Error("checkpoint: " + file + ": " + what + " " + shape_to_string(shape) + " of " +
+                std::string(numpy_name(dtype)) + " needs " + std::to_string(bytes / (1 << 30)) +
+                " GiB, more than this machine's memory");
+}
 
 std::string key_in(const std::string& name, const std::string& key) {
   return name.empty() ? key : name + "/" + key;
@@ -312,6 +326,8 @@ void copy_chunk(char* dst, const Shape& shape, const char* chunk, const Shape& c
 }
 
 HostTensor read_array(const KvStore& store, const std::string& name, const ArrayInfo& info) {
+  check_fits_in_memory(info.shape, info.dtype, "array", store.describe(info.metadata_key));
+  check_fits_in_memory(info.chunks, info.dtype, "chunk", store.describe(info.metadata_key));
   HostTensor out(info.dtype, info.shape);
   if (out.size() == 0) return out;
   const size_t width = size_of(info.dtype);
