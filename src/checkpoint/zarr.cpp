@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "checkpoint/files.h"
@@ -136,10 +137,13 @@ void check_fits_in_memory(const Shape& shape, DType dtype, const char* what,
   const double bytes = static_cast<double>(num_elements(shape)) * size_of(dtype);
   const double memory =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  if (memory > 0 && bytes > memory)
+  if (memory > 0 && bytes > memory) {
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.1f", bytes / (1 << 30));
     throw Error("checkpoint: " + file + ": " + what + " " + shape_to_string(shape) + " of " +
-                std::string(numpy_name(dtype)) + " needs " + std::to_string(bytes / (1 << 30)) +
+                std::string(numpy_name(dtype)) + " needs " + gib +
                 " GiB, more than this machine's memory");
+  }
 }
 
 std::string key_in(const std::string& name, const std::string& key) {
