@@ -1,14 +1,12 @@
 #include "checkpoint/ocdbt.h"
 
-#include <zstd.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <memory>
 
+#include "checkpoint/zarr.h"
 #include "cujax/core/error.h"
 
 namespace cujax::checkpoint::ocdbt {
@@ -102,21 +100,11 @@ uint32_t load_le32(std::string_view s) {
 
 // The zstd stream `src` decoded, failing past `max_out` bytes (a node never decodes larger).
 std::string zstd_stream(std::string_view src, uint64_t max_out, const Reader& r) {
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  ZSTD_inBuffer in{src.data(), src.size(), 0};
-  std::string out;
-  std::array<char, 1 << 16> buf;
-  while (true) {
-    ZSTD_outBuffer o{buf.data(), buf.size(), 0};
-    const size_t ret = ZSTD_decompressStream(ctx.get(), &o, &in);
-    if (ZSTD_isError(ret)) r.fail(std::string("zstd error: ") + ZSTD_getErrorName(ret));
-    if (out.size() + o.pos > max_out)
-      r.fail("zstd body decodes to more than the limit of " + std::to_string(max_out) + " bytes");
-    out.append(buf.data(), o.pos);
-    if (ret == 0 && in.pos == in.size) break;
-    if (in.pos == in.size && o.pos < o.size) r.fail("truncated zstd body");
+  try {
+    return zarr::zstd_decode(src, max_out, "zstd body");
+  } catch (const Error& e) {
+    r.fail(e.what());
   }
-  return out;
 }
 
 // Checks an object's framing (magic, length, version, CRC32C) and returns its decoded body.

@@ -56,6 +56,9 @@ std::string decode_v3_chunk(std::string_view stored, const json::Value& codecs, 
                             DType dtype, const json::Value& fill, const std::string& where);
 // A gzip or zlib stream inflated, refused past `limit` bytes.
 std::string gzip_decode(std::string_view src, size_t limit, const std::string& where);
+// A zstd stream (one or more frames, sizes not needed) decoded, refused past `limit` bytes;
+// errors read "`where`: zstd error: ..." (zarr v3 chunks, OCDBT nodes).
+std::string zstd_decode(std::string_view src, size_t limit, const std::string& where);
 // One element of `dtype` holding a zarr fill_value (a number, a bool, "NaN", "Infinity").
 std::string fill_bytes(const json::Value& fill, DType dtype, const std::string& where);
 // Copies the C-order `chunk` at grid position `index` into the C-order array `dst` of `shape`

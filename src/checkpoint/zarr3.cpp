@@ -16,25 +16,6 @@ namespace cujax::checkpoint::zarr {
 
 namespace {
 
-std::string zstd_decode(std::string_view src, size_t limit, const std::string& where) {
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  ZSTD_inBuffer in{src.data(), src.size(), 0};
-  std::string out;
-  std::array<char, 1 << 16> buf;
-  while (true) {
-    ZSTD_outBuffer o{buf.data(), buf.size(), 0};
-    const size_t ret = ZSTD_decompressStream(ctx.get(), &o, &in);
-    if (ZSTD_isError(ret)) throw Error(where + ": zstd error: " + ZSTD_getErrorName(ret));
-    if (out.size() + o.pos > limit)
-      throw Error(where + ": zstd data decodes to more than the chunk's " + std::to_string(limit) +
-                  " bytes");
-    out.append(buf.data(), o.pos);
-    if (ret == 0 && in.pos == in.size) break;
-    if (in.pos == in.size && o.pos < o.size) throw Error(where + ": truncated zstd data");
-  }
-  return out;
-}
-
 const json::Value* config_of(const json::Value& codec) {
   return codec.get("configuration");
 }
@@ -153,6 +134,24 @@ std::string decode_sharded(std::string_view shard, const json::Value& cfg, const
 }
 
 }  // namespace
+
+std::string zstd_decode(std::string_view src, size_t limit, const std::string& where) {
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  ZSTD_inBuffer in{src.data(), src.size(), 0};
+  std::string out;
+  std::array<char, 1 << 16> buf;
+  while (true) {
+    ZSTD_outBuffer o{buf.data(), buf.size(), 0};
+    const size_t ret = ZSTD_decompressStream(ctx.get(), &o, &in);
+    if (ZSTD_isError(ret)) throw Error(where + ": zstd error: " + ZSTD_getErrorName(ret));
+    if (out.size() + o.pos > limit)
+      throw Error(where + ": zstd data decodes to more than " + std::to_string(limit) + " bytes");
+    out.append(buf.data(), o.pos);
+    if (ret == 0 && in.pos == in.size) break;
+    if (in.pos == in.size && o.pos < o.size) throw Error(where + ": truncated zstd data");
+  }
+  return out;
+}
 
 std::string gzip_decode(std::string_view src, size_t limit, const std::string& where) {
   z_stream zs{};

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "backends/cpu/lapack.h"
+#include "backends/cpu/lapack_call.h"
 #include "backends/cpu/linalg_kernels.h"
 
 namespace cujax::cpu {
@@ -19,52 +20,6 @@ using lapack::fint;
 
 template <class T>
 using Real = lapack::real_t<T>;
-
-DType real_dtype(DType t) {
-  return t == DType::C64 ? DType::F32 : t == DType::C128 ? DType::F64 : t;
-}
-DType complex_dtype(DType t) {
-  return t == DType::F32 ? DType::C64 : t == DType::F64 ? DType::C128 : t;
-}
-
-template <class F>
-LinalgBody with_type(const LinalgCall& call, F make) {
-  switch (call.dtype) {
-    case DType::F32:
-      return make(TypeTag<float>{});
-    case DType::F64:
-      return make(TypeTag<double>{});
-    case DType::C64:
-      return make(TypeTag<lapack::c64>{});
-    case DType::C128:
-      return make(TypeTag<lapack::c128>{});
-    default:
-      call.require(false, "operand of type " + std::string(numpy_name(call.dtype)) +
-                              "; LAPACK takes float32, float64, complex64 or complex128");
-      return {};
-  }
-}
-
-MatrixDims matrix_operand(const LinalgCall& call, bool square) {
-  const Shape& s = call.operands.at(0);
-  call.require(s.size() >= 2, "operand " + ir::Type::tensor(s, call.dtype).str() +
-                                  " is not a (batch of) matri(x/ces)");
-  const MatrixDims d = matrix_dims(s);
-  call.require(!square || d.rows == d.cols,
-               "operand " + ir::Type::tensor(s, call.dtype).str() + " is not square");
-  call.require(d.rows <= std::numeric_limits<fint>::max() / 8 &&
-                   d.cols <= std::numeric_limits<fint>::max() / 8,
-               "dimensions exceed LAPACK's 32-bit integers");
-  return d;
-}
-
-fchar char_field(const LinalgCall& call, const char* name, fchar fallback, const char* allowed) {
-  const int64_t v = call.int_field(name, fallback);
-  const bool ok = v > 0 && v < 128 && std::strchr(allowed, static_cast<int>(v)) != nullptr;
-  call.require(ok, std::string("backend_config ") + name + " = " + std::to_string(v) +
-                       " is not one of '" + allowed + "'");
-  return static_cast<fchar>(v);
-}
 
 template <class T>
 bool all_finite(const T* p, int64_t n) {
@@ -85,12 +40,12 @@ LinalgBody syevd(const LinalgCall& call) {
   const Shape& s = call.operands[0];
   const int64_t n = d.cols;
   call.require_result(0, call.dtype, s);
-  call.require_result(1, real_dtype(call.dtype), batch_shape(s, {n}));
+  call.require_result(1, complex_component(call.dtype), batch_shape(s, {n}));
   call.require_result(2, DType::I32, batch_shape(s));
   const fchar uplo = call.cuda ? (call.bool_field("lower", true) ? 'L' : 'U')
                                : char_field(call, "uplo", 'L', "LU");
   const fchar jobz = call.cuda ? 'V' : char_field(call, "mode", 'V', "VN");
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     using R = Real<T>;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
@@ -203,7 +158,7 @@ LinalgBody lapack_svd(const LinalgCall& call) {
   const int64_t m = d.rows, n = d.cols, k = std::min(m, n);
   const fchar job = char_field(call, "mode", 'A', "ASN");
   call.require_result(0, call.dtype, s);
-  call.require_result(1, real_dtype(call.dtype), batch_shape(s, {k}));
+  call.require_result(1, complex_component(call.dtype), batch_shape(s, {k}));
   call.require(call.results.size() == 5, "returns a, s, u, vt and info");
   const Shape& us = call.results[2].shape;
   const Shape& vs = call.results[3].shape;
@@ -214,7 +169,7 @@ LinalgBody lapack_svd(const LinalgCall& call) {
   call.require_result(4, DType::I32, batch_shape(s));
   const MatrixDims ud = matrix_dims(us), vd = matrix_dims(vs);
   const bool dc = call.family == "gesdd";
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     using R = Real<T>;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
@@ -243,7 +198,7 @@ LinalgBody cusolver_gesvd(const LinalgCall& call) {
   call.require(n <= m, "needs m >= n (JAX transposes wide matrices first)");
   const fchar job = compute_uv ? (full ? 'A' : 'S') : 'N';
   call.require_result(0, call.dtype, s);
-  call.require_result(1, real_dtype(call.dtype), batch_shape(s, {n}));
+  call.require_result(1, complex_component(call.dtype), batch_shape(s, {n}));
   call.require(call.results.size() == 5, "returns a, s, u, vt and info");
   if (compute_uv) {
     call.require_result(2, call.dtype,
@@ -253,7 +208,7 @@ LinalgBody cusolver_gesvd(const LinalgCall& call) {
     call.require_result(3, call.dtype, batch_shape(s, {n, n}));
   }
   call.require_result(4, DType::I32, batch_shape(s));
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     using R = Real<T>;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
@@ -278,12 +233,12 @@ LinalgBody cusolver_gesvdj(const LinalgCall& call) {
   const int64_t m = d.rows, n = d.cols, k = std::min(m, n);
   const int64_t uc = full ? m : k, vc = full ? n : k;
   call.require_result(0, call.dtype, s);
-  call.require_result(1, real_dtype(call.dtype), batch_shape(s, {k}));
+  call.require_result(1, complex_component(call.dtype), batch_shape(s, {k}));
   call.require_result(2, call.dtype, batch_shape(s, {m, uc}));
   call.require_result(3, call.dtype, batch_shape(s, {n, vc}));
   call.require_result(4, DType::I32, batch_shape(s));
   const fchar job = compute_uv ? (full ? 'A' : 'S') : 'N';
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     using R = Real<T>;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
@@ -340,14 +295,16 @@ LinalgBody geev(const LinalgCall& call) {
   const int64_t n = d.cols;
   const fchar jobvl = char_field(call, "compute_left", 'V', "VN");
   const fchar jobvr = char_field(call, "compute_right", 'V', "VN");
-  const bool cplx = call.dtype == DType::C64 || call.dtype == DType::C128;
+  const bool cplx = is_complex(call.dtype);
+  // Eigenvectors are complex: the operand's own type, or the complex type of a real one.
+  const DType vectors = cplx ? call.dtype : to_complex(call.dtype);
   size_t r = 0;
   call.require_result(r++, call.dtype, batch_shape(s, {n}));
   if (!cplx) call.require_result(r++, call.dtype, batch_shape(s, {n}));
-  call.require_result(r++, complex_dtype(call.dtype), s);
-  call.require_result(r++, complex_dtype(call.dtype), s);
+  call.require_result(r++, vectors, s);
+  call.require_result(r++, vectors, s);
   call.require_result(r, DType::I32, batch_shape(s));
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     using R = Real<T>;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
@@ -429,7 +386,7 @@ LinalgBody gees(const LinalgCall& call) {
   if (!cplx) call.require_result(r++, call.dtype, batch_shape(s, {n}));
   call.require_result(r++, DType::I32, batch_shape(s));
   call.require_result(r, DType::I32, batch_shape(s));
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     using R = Real<T>;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {

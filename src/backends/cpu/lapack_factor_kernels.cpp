@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "backends/cpu/lapack.h"
+#include "backends/cpu/lapack_call.h"
 #include "backends/cpu/linalg_kernels.h"
 
 namespace cujax::cpu {
@@ -23,57 +24,6 @@ using lapack::fint;
 template <class T>
 using Real = lapack::real_t<T>;
 
-DType real_dtype(DType t) {
-  return t == DType::C64 ? DType::F32 : t == DType::C128 ? DType::F64 : t;
-}
-
-// Calls make(tag) with T the operand's element type (f32, f64, complex64, complex128).
-template <class F>
-LinalgBody with_type(const LinalgCall& call, F make) {
-  switch (call.dtype) {
-    case DType::F32:
-      return make(TypeTag<float>{});
-    case DType::F64:
-      return make(TypeTag<double>{});
-    case DType::C64:
-      return make(TypeTag<lapack::c64>{});
-    case DType::C128:
-      return make(TypeTag<lapack::c128>{});
-    default:
-      call.require(false, "operand of type " + std::string(numpy_name(call.dtype)) +
-                              "; LAPACK takes float32, float64, complex64 or complex128");
-      return {};
-  }
-}
-
-fint to_fint(const LinalgCall& call, int64_t v) {
-  call.require(v >= 0 && v <= std::numeric_limits<fint>::max(),
-               "dimension " + std::to_string(v) + " exceeds LAPACK's 32-bit integers");
-  return static_cast<fint>(v);
-}
-
-// The matrix operand 0, checked: rank >= 2 (and square when `square`).
-MatrixDims matrix_operand(const LinalgCall& call, bool square) {
-  const Shape& s = call.operands.at(0);
-  call.require(s.size() >= 2, "operand " + ir::Type::tensor(s, call.dtype).str() +
-                                  " is not a (batch of) matri(x/ces)");
-  const MatrixDims d = matrix_dims(s);
-  call.require(!square || d.rows == d.cols,
-               "operand " + ir::Type::tensor(s, call.dtype).str() + " is not square");
-  to_fint(call, d.rows);
-  to_fint(call, d.cols);
-  return d;
-}
-
-// Character code of a backend_config field (uplo = 76 : ui8 is 'L').
-fchar char_field(const LinalgCall& call, const char* name, fchar fallback, const char* allowed) {
-  const int64_t v = call.int_field(name, fallback);
-  const bool ok = v > 0 && v < 128 && std::strchr(allowed, static_cast<int>(v)) != nullptr;
-  call.require(ok, std::string("backend_config ") + name + " = " + std::to_string(v) +
-                       " is not one of '" + allowed + "'");
-  return static_cast<fchar>(v);
-}
-
 // ------------------------------------------------------------------ potrf
 
 LinalgBody potrf(const LinalgCall& call) {
@@ -83,7 +33,7 @@ LinalgBody potrf(const LinalgCall& call) {
   call.require_result(1, DType::I32, batch_shape(s));
   const fchar uplo = call.cuda ? (call.bool_field("lower", true) ? 'L' : 'U')
                                : char_field(call, "uplo", 'L', "LU");
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
       out[0] = in[0];
@@ -107,7 +57,7 @@ LinalgBody getrf(const LinalgCall& call) {
   call.require_result(0, call.dtype, s);
   call.require_result(1, DType::I32, batch_shape(s, {k}));
   call.require_result(2, DType::I32, batch_shape(s));
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
       out[0] = in[0];
@@ -132,7 +82,7 @@ LinalgBody geqrf(const LinalgCall& call) {
   const int64_t k = std::min(d.rows, d.cols);
   call.require_result(0, call.dtype, s);
   call.require_result(1, call.dtype, batch_shape(s, {k}));
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
       out[0] = in[0];
@@ -164,7 +114,7 @@ LinalgBody orgqr(const LinalgCall& call) {
                                                     ", n = " + std::to_string(d.cols) +
                                                     ", k = " + std::to_string(k) + ")");
   call.require_result(0, call.dtype, s);
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
       out[0] = in[0];
@@ -207,7 +157,7 @@ LinalgBody gehrd(const LinalgCall& call) {
   call.require_result(0, call.dtype, s);
   call.require_result(1, call.dtype, batch_shape(s, {std::max<int64_t>(0, n - 1)}));
   call.require_result(2, DType::I32, batch_shape(s));
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
       out[0] = in[0];
@@ -233,7 +183,7 @@ LinalgBody sytrd(const LinalgCall& call) {
   const MatrixDims d = matrix_operand(call, true);
   const Shape& s = call.operands[0];
   const int64_t n = d.cols, n1 = std::max<int64_t>(0, n - 1);
-  const DType rt = real_dtype(call.dtype);
+  const DType rt = complex_component(call.dtype);
   call.require_result(0, call.dtype, s);
   call.require_result(1, rt, batch_shape(s, {n}));
   call.require_result(2, rt, batch_shape(s, {n1}));
@@ -241,7 +191,7 @@ LinalgBody sytrd(const LinalgCall& call) {
   call.require_result(4, DType::I32, batch_shape(s));
   const fchar uplo = call.cuda ? (call.bool_field("lower", true) ? 'L' : 'U')
                                : char_field(call, "uplo", 'L', "LU");
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     using R = Real<T>;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
@@ -298,7 +248,7 @@ LinalgBody trsm(const LinalgCall& call) {
   to_fint(call, b.rows);
   to_fint(call, b.cols);
   call.require_result(0, call.dtype, bs);
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
       out[0] = in[1];
@@ -355,7 +305,7 @@ LinalgBody gtsv(const LinalgCall& call) {
                           call.operands[static_cast<size_t>(i)]);
     call.require_result(4, DType::I32, batch_shape(bs));
   }
-  return with_type(call, [=](auto tag) -> LinalgBody {
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
     using T = typename decltype(tag)::type;
     return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
       std::vector<HostTensor> w = {in[0].clone(), in[1].clone(), in[2].clone(), in[3]};
