@@ -14,18 +14,12 @@
 #include "cujax/ir/parser.h"
 #include "cujax/runtime/backend.h"
 #include "fusion_programs.h"
+#include "host_compare.h"
 #include "lowered_steps.h"
 #include "test_models.h"
 
 namespace cujax {
 namespace {
-
-double element(const HostTensor& t, int64_t i) {
-  return visit_dtype(t.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return ew::convert<double>(t.data_as<T>()[i]);
-  });
-}
 
 // Integers and booleans exactly; floats within a tolerance that covers reordered sums and the
 // GPU's libm (a few ULPs), NaN matching NaN.
@@ -34,7 +28,7 @@ void expect_near(const HostTensor& gpu, const HostTensor& cpu, double tol,
   ASSERT_EQ(gpu.type_string(), cpu.type_string()) << what;
   int bad = 0;
   for (int64_t i = 0; i < cpu.size() && bad < 5; ++i) {
-    const double a = element(gpu, i), b = element(cpu, i);
+    const double a = as_double(gpu, i), b = as_double(cpu, i);
     if (a == b || (std::isnan(a) && std::isnan(b))) continue;
     if (is_float(cpu.dtype()) && std::fabs(a - b) <= tol * (1 + std::fabs(b))) continue;
     ADD_FAILURE() << what << ": element " << i << " is " << a << " on the GPU, " << b

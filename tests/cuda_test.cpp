@@ -30,6 +30,7 @@
 #include "cujax/profiler_doctor.h"
 #include "cujax/runtime/backend.h"
 #include "cujax/runtime/spmd.h"
+#include "host_compare.h"
 
 namespace cujax {
 namespace {
@@ -69,13 +70,6 @@ HostTensor random_tensor(DType t, Shape shape, std::mt19937& rng, bool small = f
   return out;
 }
 
-double as_double(const HostTensor& t, int64_t i) {
-  return visit_dtype(t.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return ew::convert<double, T>(t.data_as<T>()[i]);
-  });
-}
-
 // Relative tolerance per float type: a couple of ULPs (the GPU's libm is not glibc's).
 double default_rtol(DType t) {
   switch (t) {
@@ -89,24 +83,6 @@ double default_rtol(DType t) {
       return 8e-3;
     default:
       return 0;
-  }
-}
-
-void expect_same(const HostTensor& cuda, const HostTensor& cpu, double rtol, double atol,
-                 const std::string& what) {
-  ASSERT_EQ(cuda.type_string(), cpu.type_string()) << what;
-  if (!is_float(cpu.dtype())) {
-    ASSERT_EQ(std::memcmp(cuda.data(), cpu.data(), cpu.nbytes()), 0) << what << ": bits differ";
-    return;
-  }
-  int bad = 0;
-  for (int64_t i = 0; i < cpu.size() && bad < 5; ++i) {
-    const double a = as_double(cuda, i), b = as_double(cpu, i);
-    if (std::isnan(a) && std::isnan(b)) continue;
-    if (a == b) continue;
-    if (std::fabs(a - b) <= atol + rtol * std::fabs(b)) continue;
-    ADD_FAILURE() << what << ": element " << i << " cuda " << a << " cpu " << b;
-    ++bad;
   }
 }
 

@@ -2,9 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <optional>
-
 #include "backends/cuda/driver/driver.h"
 #include "backends/cuda/driver/library_search.h"
 
@@ -13,11 +10,8 @@ namespace cujax::cuda {
 Library::Library(std::string soname, const std::string& needed_for, const std::string& fix,
                  const LibraryOptions& options)
     : soname_(std::move(soname)) {
-  std::optional<std::string> folder;
-  if (options.setting)
-    if (const char* v = std::getenv(options.setting); v && *v) folder = v;
-  const LibrarySearch search =
-      library_search(soname_, options.setting, folder, toolkit_library_dirs());
+  const LibrarySearch search = library_search(
+      soname_, options.setting, setting_folder(options.setting), toolkit_library_dirs());
   searched_ = search.places;
   std::string errors;
   for (const std::string& path : search.candidates) {

@@ -24,6 +24,16 @@ std::vector<AttrRef> Reader::attr_list(Cursor& c) {
   return v;
 }
 
+std::vector<std::pair<AttrRef, AttrRef>> Reader::attr_entries(Cursor& c) {
+  std::vector<std::pair<AttrRef, AttrRef>> v;
+  const uint64_t n = c.count();
+  for (uint64_t i = 0; i < n; ++i) {
+    AttrRef name = attr_ref(c);  // named first: the name precedes the value in the bytes
+    v.emplace_back(std::move(name), attr_ref(c));
+  }
+  return v;
+}
+
 std::vector<TypeRef> Reader::type_list(Cursor& c) {
   std::vector<TypeRef> v;
   const uint64_t n = c.count();
@@ -363,12 +373,7 @@ AttrRef Reader::vhlo_attr(Cursor& c, uint64_t code, size_t at) {
     case 6: {
       auto a = std::make_shared<BAttr>();
       a->kind = K::Dict;
-      const uint64_t n = c.count();
-      for (uint64_t i = 0; i < n; ++i) {
-        auto name = attr_ref(c);
-        auto value = attr_ref(c);
-        a->entries.emplace_back(name, value);
-      }
+      a->entries = attr_entries(c);
       return a;
     }
     case 7:
@@ -455,12 +460,7 @@ AttrRef Reader::builtin_attr(Cursor& c, uint64_t code, size_t at) {
       return a;
     case 1: {
       a->kind = K::Dict;
-      const uint64_t n = c.count();
-      for (uint64_t i = 0; i < n; ++i) {
-        auto name = attr_ref(c);
-        auto value = attr_ref(c);
-        a->entries.emplace_back(name, value);
-      }
+      a->entries = attr_entries(c);
       return a;
     }
     case 2:

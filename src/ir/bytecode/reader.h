@@ -168,6 +168,8 @@ class Reader final : public Container {
   TypeRef type_ref(Cursor& c);
 
   std::vector<AttrRef> attr_list(Cursor& c);
+  // A dictionary's (name, value) pairs: a count, then each name and value reference.
+  std::vector<std::pair<AttrRef, AttrRef>> attr_entries(Cursor& c);
 
   std::vector<TypeRef> type_list(Cursor& c);
 

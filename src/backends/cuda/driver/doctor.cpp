@@ -15,7 +15,7 @@ Environment system_environment() {
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) env.cuda_visible_devices = v;
   env.toolkit_version = built_toolkit_version();
   env.library_dirs = toolkit_library_dirs();
-  env.cudnn_dir = cudnn_dir_setting();
+  env.cudnn_dir = setting_folder(kCudnnDirSetting);
   return env;
 }
 

@@ -7,8 +7,8 @@
 
 namespace cujax::cuda {
 
-std::optional<std::string> cudnn_dir_setting() {
-  const char* v = std::getenv(kCudnnDirSetting);
+std::optional<std::string> setting_folder(const char* setting) {
+  const char* v = setting ? std::getenv(setting) : nullptr;
   if (!v || !*v) return std::nullopt;
   return std::string(v);
 }

@@ -12,8 +12,8 @@ namespace cujax::cuda {
 
 inline constexpr const char* kCudnnDirSetting = "CUJAX_CUDNN_DIR";
 
-// CUJAX_CUDNN_DIR's value; nullopt when unset or empty.
-std::optional<std::string> cudnn_dir_setting();
+// The folder an environment setting names (CUJAX_CUDNN_DIR); nullopt when unset or empty.
+std::optional<std::string> setting_folder(const char* setting);
 // $CUDA_HOME/lib64 (when set), then /usr/local/cuda/lib64.
 std::vector<std::string> toolkit_library_dirs();
 
