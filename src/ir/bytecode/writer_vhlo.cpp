@@ -345,9 +345,53 @@ class ToVhlo {
         if (a.text == "stablehlo.result_accuracy") return result_accuracy(&a);
         return asm_attr(print_attribute(a));
       case Kind::Opaque:
+        if (NodeP t = index_tensor(a.text)) return t;
         return asm_attr(a.text);
     }
     return asm_attr(print_attribute(a));
+  }
+
+  // `dense<[[0, 1]]> : tensor<1x2xindex>` (custom-call layouts), which cujax's IR keeps as
+  // text: a VHLO tensor of index elements. nullptr for other text.
+  NodeP index_tensor(const std::string& text) {
+    const std::string_view t(text);
+    const size_t colon = t.rfind("> : tensor<");
+    if (!starts_with(t, "dense<") || colon == std::string_view::npos || !t.ends_with("xindex>"))
+      return nullptr;
+    std::vector<int64_t> shape, values;
+    std::string_view dims = t.substr(colon + 11, t.size() - 7 - (colon + 11));
+    while (!dims.empty()) {
+      const size_t x = dims.find('x');
+      const std::string d(dims.substr(0, x));
+      if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos) return nullptr;
+      shape.push_back(std::stoll(d));
+      dims = x == std::string_view::npos ? std::string_view() : dims.substr(x + 1);
+    }
+    const std::string body(t.substr(6, colon - 6));
+    for (size_t i = 0; i < body.size();) {
+      if (body[i] == '-' || asm_util::is_digit(body[i])) {
+        size_t used = 0;
+        values.push_back(std::stoll(body.substr(i), &used));
+        i += used;
+      } else if (body[i] == '[' || body[i] == ']' || body[i] == ',' || body[i] == ' ') {
+        ++i;
+      } else {
+        return nullptr;
+      }
+    }
+    const Type ty = Type::tensor(shape, DType::I64);
+    const size_t n = static_cast<size_t>(ty.num_elements());
+    if (values.size() == 1 && n != 1) values.assign(n, values[0]);
+    if (values.size() != n) return nullptr;
+    const NodeP index = get(NodeBuilder(true, "vhlo", 9));
+    NodeBuilder tb(true, "vhlo", 20);
+    tb.varint(shape.size());
+    for (int64_t d : shape) tb.svarint(d);
+    const NodeP tensor_type = get(tb.type(index));
+    bool splat = n > 0;
+    for (size_t i = 1; splat && i < n; ++i) splat = values[i] == values[0];
+    const std::string raw(reinterpret_cast<const char*>(values.data()), (splat ? 1 : n) * 8);
+    return get(NodeBuilder(false, "vhlo", 15).type(tensor_type).blob(raw));
   }
 
   NodeP result_accuracy(const Attribute* a) {
@@ -710,6 +754,11 @@ class ToVhlo {
         std::string_view(info->name).starts_with("all_to_all_v1")) {
       if (op.operands.size() != 1) fail(op, std::string(info->name) + " takes one operand");
     }
+    // VhloOps.td declares these ops IsolatedFromAbove, as StableHLO's artifacts record.
+    static const std::set<std::string> isolated = {
+        "all_reduce", "collective_reduce",  "map",  "reduce", "reduce_scatter", "reduce_window",
+        "scatter",    "select_and_scatter", "sort", "while"};
+    w.isolated = isolated.count(b) > 0;
     for (const auto& r : op.regions) w.regions.push_back(region(*r));
     return w;
   }
