@@ -18,6 +18,7 @@
 #include "cujax/core/error.h"
 #include "cujax/ir/bytecode.h"
 #include "cujax/ir/parser.h"
+#include "vhlo_attrs.h"
 #include "vhlo_ops.h"
 
 namespace cujax::ir {
@@ -376,86 +377,57 @@ class Emitter {
     return a && a->kind == K::TypeA && a->type->kind == BType::Kind::None;
   }
 
+  // Whether `a` holds StableHLO's default `d` (vhlo_attrs.h).
+  bool holds(const bytecode::VhloDefault& d, const BAttr* a, const BOp& op) {
+    using DK = bytecode::VhloDefault::Kind;
+    switch (d.kind) {
+      case DK::False:
+        return is_bool(a, false);
+      case DK::Int:
+        return is_int(a, d.value);
+      case DK::EmptyString:
+        return is_empty_string(a);
+      case DK::EmptyArray:
+        return is_empty_array(a);
+      case DK::EmptyDict:
+        return is_empty_dict(a);
+      case DK::EmptyTensor:
+      case DK::EmptyPairs:
+        return is_empty_tensor(a);
+      case DK::Enum:
+        return is_enum(a, d.enum_value);
+      case DK::Ones:
+        return is_splat_int(a, 1, op);
+      case DK::ZeroPadding:
+      case DK::FalseList:
+        return is_splat_int(a, 0, op);
+      case DK::DefaultPrecision:
+        return all_enum(a, "DEFAULT");
+      case DK::NoneType:
+        return is_none_type(a);
+      case DK::DefaultAccuracy:
+        // Zero tolerances (either sign) in DEFAULT mode.
+        return a && a->kind == K::ResultAccuracy && (a->bits << 1) == 0 &&
+               (static_cast<uint64_t>(a->ints[0]) << 1) == 0 && a->index == 0 &&
+               is_enum(a->elements[0].get(), "DEFAULT");
+    }
+    return false;
+  }
+
   // Which attributes hold StableHLO's defaults (VhloLegalizeToStablehlo's removeDefaults).
   std::set<std::string> defaults(const std::string& b, const BOp& op) {
     std::set<std::string> d;
-    auto at = [&](const char* n) { return find(op, n); };
-    if (b == "func") {
-      if (is_empty_string(at("sym_visibility"))) d.insert("sym_visibility");
-      if (is_empty_array(at("arg_attrs"))) d.insert("arg_attrs");
-      if (is_empty_array(at("res_attrs"))) d.insert("res_attrs");
-    }
-    if (b == "all_gather" || b == "all_reduce" || b == "reduce_scatter" || b == "all_to_all" ||
-        b == "collective_permute" || b == "collective_broadcast" || b == "collective_reduce") {
-      if (is_int(at("channel_id"), 0)) d.insert("channel_id");
-      if (is_bool(at("use_global_device_ids"), false)) d.insert("use_global_device_ids");
-      if (is_bool(at("has_dynamic_root"), false)) d.insert("has_dynamic_root");
-    }
-    if (b == "cholesky" && is_bool(at("lower"), false)) d.insert("lower");
-    if (b == "compare" && is_enum(at("compare_type"), "NOTYPE")) d.insert("compare_type");
-    if (b == "composite") {
-      if (is_int(at("version"), 0)) d.insert("version");
-      if (is_empty_dict(at("composite_attributes"))) d.insert("composite_attributes");
-    }
-    if (b == "convolution" || b == "dynamic_conv") {
-      if (is_splat_int(at("window_strides"), 1, op)) d.insert("window_strides");
-      if (b == "convolution" && is_splat_int(at("padding"), 0, op)) d.insert("padding");
-      if (is_splat_int(at("lhs_dilation"), 1, op)) d.insert("lhs_dilation");
-      if (is_splat_int(at("rhs_dilation"), 1, op)) d.insert("rhs_dilation");
-      if (is_splat_int(at("window_reversal"), 0, op)) d.insert("window_reversal");
-      if (all_enum(at("precision_config"), "DEFAULT")) d.insert("precision_config");
-    }
+    for (const auto& [k, v] : op.attrs)
+      if (const bytecode::VhloDefault* def = bytecode::vhlo_default(b, k))
+        if (holds(*def, v.get(), op)) d.insert(k);
     if (b == "custom_call") {
-      if (is_bool(at("has_side_effect"), false)) d.insert("has_side_effect");
-      if (is_empty_string(at("backend_config")) || is_empty_dict(at("backend_config")))
-        d.insert("backend_config");
-      if (is_enum(at("api_version"), "API_VERSION_ORIGINAL")) d.insert("api_version");
-      if (is_empty_array(at("called_computations"))) d.insert("called_computations");
-      if (is_empty_array(at("operand_layouts")) && is_empty_array(at("result_layouts"))) {
-        d.insert("operand_layouts");
-        d.insert("result_layouts");
+      // A typed-FFI backend_config is a dictionary, empty by default.
+      if (is_empty_dict(find(op, "backend_config"))) d.insert("backend_config");
+      // Layouts are given for operands and results together or not at all.
+      if (d.count("operand_layouts") != d.count("result_layouts")) {
+        d.erase("operand_layouts");
+        d.erase("result_layouts");
       }
-      if (is_empty_array(at("output_operand_aliases"))) d.insert("output_operand_aliases");
-      if (is_empty_array(at("result_tilings"))) d.insert("result_tilings");
-    }
-    if ((b == "dot_general" || b == "dot") && all_enum(at("precision_config"), "DEFAULT"))
-      d.insert("precision_config");
-    if (b == "dynamic_broadcast_in_dim") {
-      if (is_empty_tensor(at("known_expanding_dimensions"))) d.insert("known_expanding_dimensions");
-      if (is_empty_tensor(at("known_nonexpanding_dimensions")))
-        d.insert("known_nonexpanding_dimensions");
-    }
-    if ((b == "gather" || b == "dynamic_gather") && is_bool(at("indices_are_sorted"), false))
-      d.insert("indices_are_sorted");
-    if (b == "infeed") {
-      if (is_empty_string(at("infeed_config"))) d.insert("infeed_config");
-      if (is_empty_array(at("layout"))) d.insert("layout");
-    }
-    if (b == "outfeed" && is_empty_string(at("outfeed_config"))) d.insert("outfeed_config");
-    if (b == "recv" || b == "send") {
-      if (is_bool(at("is_host_transfer"), false)) d.insert("is_host_transfer");
-      if (is_empty_tensor(at("source_target_pairs"))) d.insert("source_target_pairs");
-    }
-    if (b == "reduce_window" || b == "select_and_scatter") {
-      if (is_splat_int(at("window_strides"), 1, op)) d.insert("window_strides");
-      if (is_splat_int(at("base_dilations"), 1, op)) d.insert("base_dilations");
-      if (is_splat_int(at("window_dilations"), 1, op)) d.insert("window_dilations");
-      if (is_splat_int(at("padding"), 0, op)) d.insert("padding");
-    }
-    if (b == "scatter") {
-      if (is_bool(at("indices_are_sorted"), false)) d.insert("indices_are_sorted");
-      if (is_bool(at("unique_indices"), false)) d.insert("unique_indices");
-    }
-    if (b == "sort") {
-      if (is_int(at("dimension"), -1)) d.insert("dimension");
-      if (is_bool(at("is_stable"), false)) d.insert("is_stable");
-    }
-    if (const BAttr* r = at("result_accuracy")) {
-      // Unary ops of StableHLO 1.9+: zero tolerances in DEFAULT mode is the default.
-      if (r->kind == K::ResultAccuracy && (r->bits << 1) == 0 &&
-          (static_cast<uint64_t>(r->ints[0]) << 1) == 0 && r->index == 0 &&
-          is_enum(r->elements[0].get(), "DEFAULT"))
-        d.insert("result_accuracy");
     }
     return d;
   }
@@ -590,46 +562,6 @@ class Emitter {
     return a;
   }
 
-  // Attributes StableHLO holds as dense i64 (or i1) arrays (VhloLegalizeToStablehlo's
-  // convertSpecial).
-  static bool dense_array_attr(const std::string& b, const std::string& n) {
-    static const std::set<std::pair<std::string, std::string>> k = {
-        {"fft", "fft_length"},
-        {"broadcast", "broadcast_sizes"},
-        {"dynamic_slice", "slice_sizes"},
-        {"reverse", "dimensions"},
-        {"transpose", "permutation"},
-        {"pad", "edge_padding_low"},
-        {"pad", "edge_padding_high"},
-        {"pad", "interior_padding"},
-        {"slice", "start_indices"},
-        {"slice", "limit_indices"},
-        {"slice", "strides"},
-        {"broadcast_in_dim", "broadcast_dimensions"},
-        {"dynamic_broadcast_in_dim", "broadcast_dimensions"},
-        {"dynamic_broadcast_in_dim", "known_expanding_dimensions"},
-        {"dynamic_broadcast_in_dim", "known_nonexpanding_dimensions"},
-        {"select_and_scatter", "window_dimensions"},
-        {"select_and_scatter", "window_strides"},
-        {"reduce_window", "window_dimensions"},
-        {"reduce_window", "window_strides"},
-        {"reduce_window", "base_dilations"},
-        {"reduce_window", "window_dilations"},
-        {"map", "dimensions"},
-        {"reduce", "dimensions"},
-        {"gather", "slice_sizes"},
-        {"convolution", "lhs_dilation"},
-        {"convolution", "rhs_dilation"},
-        {"convolution", "window_strides"},
-        {"convolution", "window_reversal"},
-        {"dynamic_conv", "lhs_dilation"},
-        {"dynamic_conv", "rhs_dilation"},
-        {"dynamic_conv", "window_strides"},
-        {"dynamic_conv", "window_reversal"},
-    };
-    return k.count({b, n}) > 0;
-  }
-
   std::string special(const std::string& b, const std::string& n, const BAttr& a, const BOp& op,
                       std::string& out_name) {
     out_name = n;
@@ -656,7 +588,7 @@ class Emitter {
       }
       fail(op, n + " is not a symbol");
     }
-    if (dense_array_attr(b, n)) {
+    if (bytecode::vhlo_dense_array_attr(b, n)) {
       const auto v = ints(a, op, n);
       const bool is_bool = n == "window_reversal";
       std::string s = is_bool ? "array<i1" : "array<i64";

@@ -13,6 +13,7 @@
 #include "cujax/core/error.h"
 #include "cujax/ir/bytecode.h"
 #include "cujax/ir/printer.h"
+#include "vhlo_attrs.h"
 #include "vhlo_ops.h"
 #include "writer.h"
 
@@ -95,6 +96,10 @@ int enum_code(const std::string& kind, const std::string& value, int* attr_code)
       {"rng_distribution", {13, {"", "UNIFORM", "NORMAL"}}},
       {"transpose", {16, {"TRANSPOSE_INVALID", "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"}}},
       {"result_accuracy_mode", {19, {"DEFAULT", "HIGHEST", "TOLERANCE"}}},
+      {"custom_call_api_version",
+       {5,
+        {"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+         "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"}}},
   };
   for (const auto& [name, e] : k) {
     if (name != kind) continue;
@@ -514,33 +519,6 @@ class ToVhlo {
     return f && f->kind == Kind::Integer ? f->integer : dflt;
   }
 
-  // Attributes StableHLO holds as dense arrays and VHLO as 1-D tensors.
-  static bool dense_array_attr(const std::string& b, const std::string& n) {
-    static const std::set<std::string> names = {"fft_length",
-                                                "broadcast_sizes",
-                                                "slice_sizes",
-                                                "dimensions",
-                                                "permutation",
-                                                "edge_padding_low",
-                                                "edge_padding_high",
-                                                "interior_padding",
-                                                "start_indices",
-                                                "limit_indices",
-                                                "strides",
-                                                "broadcast_dimensions",
-                                                "known_expanding_dimensions",
-                                                "known_nonexpanding_dimensions",
-                                                "window_dimensions",
-                                                "window_strides",
-                                                "base_dilations",
-                                                "window_dilations",
-                                                "lhs_dilation",
-                                                "rhs_dilation",
-                                                "window_reversal"};
-    (void)b;
-    return names.count(n) > 0;
-  }
-
   // Every attribute the VHLO op version declares, from the StableHLO op or at its default.
   void attributes(const Operation& op, const std::string& b, const VhloOpInfo& info, WOp& w) {
     std::map<std::string, NodeP> v;
@@ -581,12 +559,9 @@ class ToVhlo {
                  a.kind == Kind::Unit) {
         v[n] = vbool(true);
       } else if (n == "api_version" && b == "custom_call" && a.kind == Kind::Integer) {
-        static const char* names[] = {
-            "API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
-            "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
+        // StableHLO holds the API version as an i32, VHLO as its enum.
         if (a.integer < 0 || a.integer > 4) fail(op, "api_version " + std::to_string(a.integer));
         v[n] = get(NodeBuilder(false, "vhlo", 5).varint(static_cast<uint64_t>(a.integer)));
-        (void)names;
       } else if ((b == "custom_call" && n == "called_computations") ||
                  (b == "composite" && n == "decomposition") || (b == "call" && n == "callee")) {
         if (a.kind == Kind::Symbol) {
@@ -599,7 +574,7 @@ class ToVhlo {
       } else if (declared.count(n) || newest.count(n)) {
         if (n == "window_reversal") {
           v[n] = tensor_bool(as_ints(a));
-        } else if (dense_array_attr(b, n) && a.kind != Kind::DenseElements) {
+        } else if (vhlo_dense_array_attr(b, n) && a.kind != Kind::DenseElements) {
           v[n] = tensor_i64(as_ints(a));
         } else if (n == "result_accuracy") {
           v[n] = result_accuracy(&a);
@@ -621,7 +596,7 @@ class ToVhlo {
     }();
     for (const std::string& n : newest) {
       if (v.count(n)) continue;
-      NodeP d = default_of(op, b, n, in0, spatial);
+      NodeP d = default_of(b, n, in0, spatial);
       if (!d) {
         if (declared.count(n)) fail(op, "missing attribute " + n);
         continue;
@@ -630,7 +605,7 @@ class ToVhlo {
     }
     for (const std::string& n : newest) {
       if (declared.count(n)) continue;
-      if (v.count(n) && v[n] != default_of(op, b, n, in0, spatial))
+      if (v.count(n) && v[n] != default_of(b, n, in0, spatial))
         fail(op, "attribute " + n + " is not at its default, and " + info.name +
                      " (the op version StableHLO " + target_ + " has) cannot hold it");
     }
@@ -679,56 +654,45 @@ class ToVhlo {
     if (!dot && !v.count("index_vector_dim")) v["index_vector_dim"] = vint(0);
   }
 
-  // StableHLO's default of an attribute VHLO spells out (StablehloLegalizeToVhlo's defaults).
-  NodeP default_of(const Operation& op, const std::string& b, const std::string& n, const Type* in0,
-                   size_t spatial) {
-    const size_t rank = in0 ? in0->shape.size() : 0;
-    auto ones = [&](size_t k) { return tensor_i64(std::vector<int64_t>(k, 1)); };
-    if (n == "channel_id") return vint(0);
-    if (n == "channel_type") return vint(b == "send" || b == "recv" ? 1 : 0);
-    if (n == "use_global_device_ids" || n == "has_dynamic_root" || n == "lower" ||
-        n == "has_side_effect" || n == "is_host_transfer" || n == "indices_are_sorted" ||
-        n == "unique_indices" || n == "is_stable")
-      return vbool(false);
-    if (n == "compare_type") return venum("comparison_type", "NOTYPE");
-    if (n == "version" && b == "composite") return vint(0);
-    if (n == "composite_attributes") return vdict({});
-    if (n == "backend_config" || n == "infeed_config" || n == "outfeed_config" ||
-        n == "sym_visibility")
-      return vstring("");
-    if (n == "api_version")
-      return get(NodeBuilder(false, "vhlo", 5).varint(1));  // API_VERSION_ORIGINAL
-    if (n == "called_computations" || n == "operand_layouts" || n == "result_layouts" ||
-        n == "output_operand_aliases" || n == "result_tilings" || n == "layout" ||
-        n == "arg_attrs" || n == "res_attrs")
-      return varray({});
-    if (n == "precision_config")
-      return varray({venum("precision", "DEFAULT"), venum("precision", "DEFAULT")});
-    if (n == "known_expanding_dimensions" || n == "known_nonexpanding_dimensions" ||
-        n == "operand_batching_dims" || n == "start_indices_batching_dims" ||
-        n == "input_batching_dims" || n == "scatter_indices_batching_dims")
-      return tensor_i64({});
-    if (n == "source_target_pairs" && (b == "send" || b == "recv")) return tensor_i64_2d({}, 0);
-    if (b == "sort" && n == "dimension") return vint(-1);
-    if (n == "result_accuracy") return result_accuracy(nullptr);
-    if (b == "dot_general" &&
-        (n == "lhs_precision_type" || n == "rhs_precision_type" || n == "accumulation_type" ||
-         n == "lhs_component_count" || n == "rhs_component_count" ||
-         n == "num_primitive_operations" || n == "allow_imprecise_accumulation"))
-      return none_type_attr();
-    if (b == "convolution" || b == "dynamic_conv") {
-      if (n == "window_strides" || n == "lhs_dilation" || n == "rhs_dilation") return ones(spatial);
-      if (n == "padding" && b == "convolution")
-        return tensor_i64_2d(std::vector<int64_t>(2 * spatial, 0), static_cast<int64_t>(spatial));
-      if (n == "window_reversal") return tensor_bool(std::vector<int64_t>(spatial, 0));
+  // StableHLO's default of an attribute VHLO spells out (vhlo_attrs.h); nullptr for one
+  // without a default.
+  NodeP default_of(const std::string& b, const std::string& n, const Type* in0, size_t spatial) {
+    const VhloDefault* d = vhlo_default(b, n);
+    if (!d) return nullptr;
+    const size_t len = d->extent == VhloDefault::Extent::SpatialDims ? spatial
+                       : in0                                         ? in0->shape.size()
+                                                                     : 0;
+    using DK = VhloDefault::Kind;
+    switch (d->kind) {
+      case DK::False:
+        return vbool(false);
+      case DK::Int:
+        return vint(d->value);
+      case DK::EmptyString:
+        return vstring("");
+      case DK::EmptyArray:
+        return varray({});
+      case DK::EmptyDict:
+        return vdict({});
+      case DK::EmptyTensor:
+        return tensor_i64({});
+      case DK::EmptyPairs:
+        return tensor_i64_2d({}, 0);
+      case DK::Enum:
+        return venum(d->enum_kind, d->enum_value);
+      case DK::Ones:
+        return tensor_i64(std::vector<int64_t>(len, 1));
+      case DK::ZeroPadding:
+        return tensor_i64_2d(std::vector<int64_t>(2 * len, 0), static_cast<int64_t>(len));
+      case DK::FalseList:
+        return tensor_bool(std::vector<int64_t>(len, 0));
+      case DK::DefaultPrecision:
+        return varray({venum("precision", "DEFAULT"), venum("precision", "DEFAULT")});
+      case DK::NoneType:
+        return none_type_attr();
+      case DK::DefaultAccuracy:
+        return result_accuracy(nullptr);
     }
-    if (b == "reduce_window" || b == "select_and_scatter") {
-      if (n == "window_strides" || n == "base_dilations" || n == "window_dilations")
-        return ones(rank);
-      if (n == "padding")
-        return tensor_i64_2d(std::vector<int64_t>(2 * rank, 0), static_cast<int64_t>(rank));
-    }
-    (void)op;
     return nullptr;
   }
 
