@@ -108,6 +108,13 @@ struct WOp {
   bool is_module = false;
 };
 
+// `#locN` -> `loc(...)` of the module's alias definitions (writer_loc.cpp).
+std::map<std::string, std::string> location_aliases(const Module& m);
+// The builtin location attribute of `loc(...)` text; nullptr (unknown) for empty text or text
+// that is not a location.
+NodeP location(std::string_view text, const std::map<std::string, std::string>& aliases,
+               Nodes& nodes);
+
 // The module as VHLO for `target`, with every node uniqued in `nodes` (writer_vhlo.cpp).
 WOp to_vhlo(const Module& m, const std::string& target, Nodes& nodes);
 

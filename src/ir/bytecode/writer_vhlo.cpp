@@ -133,7 +133,7 @@ bool starts_with(std::string_view s, std::string_view p) {
 class ToVhlo {
  public:
   ToVhlo(const Module& m, std::string target, Nodes& nodes)
-      : m_(m), target_(std::move(target)), nodes_(nodes) {}
+      : m_(m), target_(std::move(target)), nodes_(nodes), aliases_(location_aliases(m)) {}
 
   WOp run() {
     WOp mod;
@@ -141,6 +141,7 @@ class ToVhlo {
     mod.name = "module";
     mod.is_module = true;
     mod.isolated = true;
+    mod.loc = loc(m_.loc);
     if (!m_.name.empty()) mod.inherent.emplace_back("sym_name", builtin_string(m_.name));
     for (const auto& a : m_.attributes)
       mod.discardable.emplace_back(a.name, builtin_attr(*a.value));
@@ -696,7 +697,7 @@ class ToVhlo {
     return nullptr;
   }
 
-  NodeP loc(const std::string&) { return nullptr; }
+  NodeP loc(const std::string& text) { return location(text, aliases_, nodes_); }
 
   WOp operation(const Operation& op) {
     const std::string b = base_name(op);
@@ -781,6 +782,7 @@ class ToVhlo {
   const Module& m_;
   std::string target_;
   Nodes& nodes_;
+  std::map<std::string, std::string> aliases_;
   size_t spatial_count_ = 0;
 };
 
