@@ -348,6 +348,21 @@ TEST(PortableArtifactWriter, RefusesOpsTheTargetDidNotHaveAndBadTargets) {
     EXPECT_NE(msg.find("1.4.0"), std::string::npos) << msg;  // when it was added
   }
   EXPECT_NO_THROW(write_bytecode(*m, "1.4.0"));
+  // Types too: f8E4M3 came with StableHLO 1.7.0.
+  auto f8 = parse_module(R"(func.func @main(%a: tensor<4xf8E4M3>) -> tensor<4xf8E4M3> {
+  return %a : tensor<4xf8E4M3>
+})");
+  try {
+    write_bytecode(*f8, "1.6.0");
+    FAIL() << "wrote f8E4M3 for StableHLO 1.6.0";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("f8E4M3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1.7.0"), std::string::npos) << e.what();
+  }
+  expect_round_trip(R"(func.func @main(%a: tensor<4xf8E4M3>) -> tensor<4xf8E4M3> {
+  return %a : tensor<4xf8E4M3>
+})",
+                    "1.7.0", "f8");
   EXPECT_THROW(write_bytecode(*m, "9.0.0"), Error);
   EXPECT_THROW(write_bytecode(*m, "0.8.0"), Error);
   EXPECT_THROW(write_bytecode(*m, "latest"), Error);

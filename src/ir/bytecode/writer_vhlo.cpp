@@ -159,14 +159,28 @@ class ToVhlo {
   NodeP get(NodeBuilder&& b) { return nodes_.get(std::move(b.n)); }
 
   // ---- types -------------------------------------------------------------------------------
+  // A type the target did not have yet (VhloTypes.td's versions) is refused.
+  void require(const char* since, const std::string& what) {
+    if (version_less(target_, since))
+      throw Error("cannot write " + what + " for StableHLO " + target_ +
+                  ": it did not exist yet (it was added in " + since + ")");
+  }
   NodeP element(DType t) {
     if (is_complex(t)) return get(NodeBuilder(true, "vhlo", 1).type(element(complex_component(t))));
     const int code = element_code(t);
     if (code < 0) throw Error("element type " + std::string(mlir_name(t)) + " has no VHLO type");
+    const char* since = code == 27 || code == 28   ? "0.10.0"
+                        : code == 29               ? "0.11.0"
+                        : code == 31 || code == 32 ? "1.2.0"
+                        : code == 35 || code == 36 ? "1.7.0"
+                        : code >= 37 && code <= 40 ? "1.8.0"
+                                                   : "0.9.0";
+    require(since, "element type " + std::string(mlir_name(t)));
     return get(NodeBuilder(true, "vhlo", static_cast<uint64_t>(code)));
   }
   NodeP quantized(const QuantizedType& q) {
     const bool per_axis = q.quantization_dimension.has_value();
+    if (per_axis) require("0.18.0", "per-axis quantized type " + q.str());
     NodeBuilder b(true, "vhlo", per_axis ? 30 : 24);
     b.varint(is_signed_int(q.storage) ? 1 : 0).type(element(q.storage)).type(element(q.expressed));
     auto scale = [](double s) {
@@ -719,13 +733,31 @@ class ToVhlo {
         std::string_view(info->name).starts_with("all_to_all_v1")) {
       if (op.operands.size() != 1) fail(op, std::string(info->name) + " takes one operand");
     }
-    // VhloOps.td declares these ops IsolatedFromAbove, as StableHLO's artifacts record.
-    static const std::set<std::string> isolated = {
-        "all_reduce", "collective_reduce",  "map",  "reduce", "reduce_scatter", "reduce_window",
-        "scatter",    "select_and_scatter", "sort", "while"};
-    w.isolated = isolated.count(b) > 0;
     for (const auto& r : op.regions) w.regions.push_back(region(*r));
+    w.isolated = !w.regions.empty() && !uses_values_from_above(op);
     return w;
+  }
+
+  // MLIR's writer treats an op with regions as isolated (its regions numbered on their own, in
+  // a nested section) when nothing inside them uses a value defined outside the op.
+  static bool uses_values_from_above(const Operation& op) {
+    std::set<const Value*> inside;
+    std::vector<const Value*> used;
+    auto walk = [&](auto&& self, const Operation& o) -> void {
+      for (const auto& r : o.regions)
+        for (const auto& b : r->blocks) {
+          for (const auto& a : b->arguments) inside.insert(a.get());
+          for (const auto& n : b->ops) {
+            for (const auto& res : n->results) inside.insert(res.get());
+            for (const Value* v : n->operands) used.push_back(v);
+            self(self, *n);
+          }
+        }
+    };
+    walk(walk, op);
+    for (const Value* v : used)
+      if (!inside.count(v)) return true;
+    return false;
   }
 
   WRegion region(const Region& r) {
