@@ -3,8 +3,8 @@
 // op version that the target has (vhlo_ops.inc), every attribute VHLO declares is spelled out
 // (StableHLO's defaults where the op leaves it out), the dimension-number structs are split into
 // VHLO's separate attributes, and attributes and types take VHLO's bytecode encodings
-// (StableHLO's VhloBytecode.cpp codes). An op the target does not have yet, or an attribute an
-// older op version cannot hold, is refused with the op and the version named.
+// (StableHLO's VhloBytecode.cpp codes). An op or a type the target does not have yet, or an
+// attribute an older op version cannot hold, is refused with the op and the version named.
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -549,9 +549,9 @@ class ToVhlo {
     for (const auto& na : op.attributes) {
       const std::string& n = na.name;
       const Attribute& a = *na.value;
-      if ((n == "dimension_numbers" || n == "scatter_dimension_numbers" ||
-           n == "dot_dimension_numbers") &&
-          a.kind == Kind::Struct) {
+      if (n == "dimension_numbers" || n == "scatter_dimension_numbers" ||
+          n == "dot_dimension_numbers") {
+        if (a.kind != Kind::Struct) fail(op, n + " is not a #stablehlo dimension-number struct");
         split(a, v);
       } else if (n == "algorithm" && b == "dot_general") {
         const char* names[] = {"lhs_precision_type",          "rhs_precision_type",
@@ -605,10 +605,7 @@ class ToVhlo {
       }
     }
     // StableHLO's defaults for what the op leaves out.
-    const size_t spatial = [&]() -> size_t {
-      auto it = v.find("input_spatial_dimensions");
-      return it == v.end() ? 0 : spatial_count_;
-    }();
+    const size_t spatial = spatial_count_;
     for (const std::string& n : newest) {
       if (v.count(n)) continue;
       NodeP d = default_of(b, n, in0, spatial);
@@ -647,25 +644,23 @@ class ToVhlo {
       else
         v[f.name] = tensor_i64(as_ints(*f.value));
     }
-    static const char* lists[] = {"lhs_batching_dimensions",
-                                  "rhs_batching_dimensions",
-                                  "lhs_contracting_dimensions",
-                                  "rhs_contracting_dimensions",
-                                  "offset_dims",
-                                  "collapsed_slice_dims",
-                                  "operand_batching_dims",
-                                  "start_indices_batching_dims",
-                                  "start_index_map",
-                                  "update_window_dims",
-                                  "inserted_window_dims",
-                                  "input_batching_dims",
-                                  "scatter_indices_batching_dims",
-                                  "scatter_dims_to_operand_dims"};
+    // The lists each struct holds; the text leaves out the empty ones.
+    static const std::map<std::string, std::vector<const char*>> lists = {
+        {"stablehlo.dot",
+         {"lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+          "rhs_contracting_dimensions"}},
+        {"stablehlo.gather",
+         {"offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+          "start_indices_batching_dims", "start_index_map"}},
+        {"stablehlo.scatter",
+         {"update_window_dims", "inserted_window_dims", "input_batching_dims",
+          "scatter_indices_batching_dims", "scatter_dims_to_operand_dims"}},
+    };
+    auto it = lists.find(s.text);
+    if (it == lists.end()) return;
+    for (const char* n : it->second)
+      if (!v.count(n)) v[n] = tensor_i64({});
     const bool dot = s.text == "stablehlo.dot";
-    for (const char* n : lists) {
-      const bool is_dot_field = std::string_view(n).find("_dimensions") != std::string_view::npos;
-      if (dot == is_dot_field && !v.count(n)) v[n] = tensor_i64({});
-    }
     if (!dot && !v.count("index_vector_dim")) v["index_vector_dim"] = vint(0);
   }
 
