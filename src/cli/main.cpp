@@ -69,7 +69,9 @@ commands:
                                a cujax artifact, a StableHLO portable artifact (.mlirbc)
                                or StableHLO text, told apart by their bytes
   stablehlo-translate FILE [--deserialize] [--print-stablehlo-version]
-                               a portable artifact as StableHLO text, or its version
+      [--serialize [--target V] [-o OUT]]
+                               a portable artifact as StableHLO text, or its version;
+                               StableHLO text (or an artifact) as a portable artifact
   serve --model DIR|FILE       HTTP JSON API with continuous batching (docs/serving.md);
                                FILE: a serving bundle, which fixes max-batch and max-seq
       --host H --port P --max-batch B --max-queue Q --max-seq T --auth-token-file F
