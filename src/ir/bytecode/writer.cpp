@@ -13,32 +13,44 @@
 
 namespace cujax::ir::bytecode::write {
 
-NodeP Nodes::get(Node n) {
-  std::string key =
-      (n.is_type ? "T" : "A") + n.dialect + '\0' + (n.custom ? "c" : "a") + n.asm_text + '\0';
+namespace {
+
+// Structural hash and equality of nodes whose nested nodes are already uniqued (so compared by
+// address): equal attributes and types become one table entry, as in MLIR's context. Blobs
+// (tensor data) are hashed in place, never copied into a key.
+size_t hash_node(const Node& n) {
+  size_t h = std::hash<std::string>()(n.dialect) ^ (n.is_type ? 0x9e3779b97f4a7c15ull : 0) ^
+             (std::hash<std::string>()(n.asm_text) << 1);
   for (const Item& it : n.items) {
-    key += static_cast<char>('0' + static_cast<int>(it.kind));
-    switch (it.kind) {
-      case Item::Kind::AttrRef:
-      case Item::Kind::TypeRef:
-        key += std::to_string(it.ref->id);
-        break;
-      case Item::Kind::String:
-      case Item::Kind::Blob:
-        key += std::to_string(it.s.size()) + ':' + it.s;
-        break;
-      default:
-        key += std::to_string(it.v);
-    }
-    key += ',';
+    size_t x = static_cast<size_t>(it.kind) * 0x100000001b3ull;
+    x ^= std::hash<uint64_t>()(it.v) + (x << 6) + (x >> 2);
+    x ^= std::hash<const void*>()(it.ref) + (x << 6) + (x >> 2);
+    if (!it.s.empty()) x ^= std::hash<std::string_view>()(it.s) + (x << 6) + (x >> 2);
+    h = h * 1099511628211ull ^ x;
   }
-  auto found = by_key_.find(key);
-  if (found != by_key_.end()) return found->second;
-  n.id = nodes_.size();
+  return h;
+}
+
+bool same_node(const Node& a, const Node& b) {
+  if (a.is_type != b.is_type || a.custom != b.custom || a.dialect != b.dialect ||
+      a.asm_text != b.asm_text || a.items.size() != b.items.size())
+    return false;
+  for (size_t i = 0; i < a.items.size(); ++i) {
+    const Item &x = a.items[i], &y = b.items[i];
+    if (x.kind != y.kind || x.v != y.v || x.ref != y.ref || x.s != y.s) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+NodeP Nodes::get(Node n) {
+  auto& bucket = by_hash_[hash_node(n)];
+  for (NodeP p : bucket)
+    if (same_node(*p, n)) return p;
   nodes_.push_back(std::move(n));
-  NodeP p = &nodes_.back();
-  by_key_.emplace(std::move(key), p);
-  return p;
+  bucket.push_back(&nodes_.back());
+  return &nodes_.back();
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cujax/ir/ir.h"
@@ -34,7 +35,6 @@ struct Node {
   bool custom = true;
   std::string asm_text;
   std::vector<Item> items;
-  size_t id = 0;  // interning order
 };
 
 // Uniques nodes by value, as MLIR's context does: equal attributes are one table entry.
@@ -44,7 +44,7 @@ class Nodes {
 
  private:
   std::deque<Node> nodes_;
-  std::map<std::string, NodeP> by_key_;
+  std::unordered_map<size_t, std::vector<NodeP>> by_hash_;
 };
 
 // Builds a node item by item.
