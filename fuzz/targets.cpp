@@ -26,6 +26,7 @@
 #include "cujax/ir/bytecode.h"
 #include "cujax/ir/parser.h"
 #include "cujax/ir/printer.h"
+#include "cujax/jax_export.h"
 #include "cujax/models/transformer.h"
 #include "cujax/nnx.h"
 #include "cujax/serve/engine.h"
@@ -169,6 +170,32 @@ void exported_one(std::string_view bytes) {
 
 void exported_seeds(const std::string&) {
   // The artifacts of tests/fixtures/export (scripts/fuzz.sh copies them).
+}
+
+// ---- jax.export's Exported.serialize() (a flatbuffer): what is read verifies, reads again to
+// the same record, and its module reaches the bytecode reader (a clean refusal there is fine).
+void jax_export_one(std::string_view bytes) {
+  const jax_export::Serialized s = jax_export::deserialize(bytes, "fuzz.flatbuffer");
+  if (!jax_export::is_serialized(bytes)) broken("read bytes that do not verify");
+  const jax_export::Serialized again = jax_export::deserialize(bytes, "fuzz.flatbuffer");
+  if (again.function_name != s.function_name || again.in_tree.str() != s.in_tree.str() ||
+      again.out_tree.str() != s.out_tree.str() || again.in_avals.size() != s.in_avals.size() ||
+      again.mlir_module_serialized != s.mlir_module_serialized)
+    broken("reading the same bytes twice gave different records");
+  for (const auto* list : {&s.in_shardings, &s.out_shardings})
+    for (size_t i = 0; i < list->size(); ++i) try {
+        (void)(*list)[i].hlo_text(s.in_avals.size() > i ? s.in_avals[i].shape.size() : 0);
+      } catch (const Error&) {
+      }
+  try {
+    const Exported e = Exported::deserialize(bytes, "fuzz.flatbuffer");
+    if (e.serialize() != bytes) broken("a JAX export does not serialize to its own bytes");
+  } catch (const Error&) {
+  }
+}
+
+void jax_export_seeds(const std::string&) {
+  // Exported.serialize() outputs JAX wrote (fuzz/corpus/jax_export, from ../shared/interop).
 }
 
 // ---- .npy: parse, write, parse to the same tensor.
@@ -389,6 +416,7 @@ const std::vector<Target>& targets() {
       {"parser", parser_init, parser_one, parser_seeds},
       {"bytecode", parser_init, bytecode_one, bytecode_seeds},
       {"exported", [] {}, exported_one, exported_seeds},
+      {"jax_export", parser_init, jax_export_one, jax_export_seeds},
       {"npy", [] {}, npy_one, npy_seeds},
       {"bundle", [] {}, bundle_one, bundle_seeds},
       {"checkpoint", checkpoint_init, checkpoint_one, checkpoint_seeds},

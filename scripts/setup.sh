@@ -13,6 +13,7 @@ packages=(
   libzstd-dev
   zlib1g-dev        # gzip chunks (zarr's gzip codec, t5x checkpoints)
   libmsgpack-cxx-dev  # Flax, legacy Orbax and t5x msgpack checkpoints (header-only)
+  libflatbuffers-dev flatbuffers-compiler  # jax.export's Exported.serialize() (flatc generates the reader)
   libssl-dev        # SHA-256 through OpenSSL's libcrypto
   nlohmann-json3-dev  # JSON parsing (header-only)
   libcli11-dev      # the `cujax` command's options (header-only)

@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cujax/jax_export.h"
 #include "cujax/jit.h"
 #include "cujax/nn.h"
 #include "cujax/tree.h"
@@ -110,7 +111,8 @@ T DynamicTree::as() const {
   }
 }
 
-// The artifact format this cujax writes and the only one it reads.
+// The format of cujax's own artifacts. Exported::deserialize also reads jax.export's
+// Exported.serialize() bytes (jax_export.h).
 inline constexpr int kExportFormatVersion = 1;
 
 // One flat input or output of an exported function.
@@ -152,14 +154,23 @@ class Exported {
   // The custom calls the module makes that only cujax runs ("cujax.cudnn_sdpa": cuDNN attention,
   // from nn.dot_product_attention(implementation="cudnn")); empty for a portable artifact.
   std::vector<std::string> cujax_custom_calls() const;
-  int nr_devices() const { return 1; }
+  // Devices the function was exported for: 1 for cujax's artifacts; JAX's record theirs. A JAX
+  // export for several devices whose module only annotates shardings runs on one device with the
+  // same results; one whose module communicates between devices is refused when compiled.
+  int nr_devices() const { return nr_devices_; }
+  // What a jax.export serialization records beyond the fields above (null for cujax's own).
+  const jax_export::Serialized* jax() const { return jax_.get(); }
   // SHA-256 (hex) of the calling convention and the text: what serialize() records.
   std::string checksum() const;
 
-  // "cujax-exported 1\nsha256 <hex>\n<header JSON>\n<module text>" (docs/export.md).
+  // "cujax-exported 1\nsha256 <hex>\n<header JSON>\n<module text>" (docs/export.md); for an
+  // Exported read from jax.export's bytes, those bytes unchanged.
   std::string serialize() const;
-  // Throws Error naming `what` for bad magic, an unknown version, truncation, a checksum
-  // mismatch, a malformed header, or text that does not parse or match the header.
+  // Reads cujax's artifact format, or jax.export's Exported.serialize() (told apart by the
+  // bytes). Throws Error naming `what` for bad magic, an unknown version, truncation (with the
+  // byte offset), a checksum mismatch, a malformed header, a module that does not parse or
+  // match the header, and for a JAX export cujax cannot call (symbolic shapes, dtypes cujax
+  // lacks, ordered effects).
   static Exported deserialize(std::string_view bytes, const std::string& what = "artifact");
   // Writes to a temporary sibling, fsyncs, renames over `path`.
   void save(const std::string& path) const;
@@ -169,6 +180,11 @@ class Exported {
   // that is available) unless compiled already; every copy of this Exported shares the result.
   // After it, a call neither traces nor compiles.
   void compile(const std::string& platform = "") const;
+  // A JAX export lowered for several platforms takes the platform's index first: runs the
+  // lowering JAX made for `lowering_platform` (one of platforms()) on `platform`'s backend
+  // ("": the default), for a platform JAX did not lower for (a cuda-only export on cpu).
+  void compile_lowering(const std::string& lowering_platform,
+                        const std::string& platform = "") const;
   bool is_compiled() const;
   // The platform compiled for ("" before compile()).
   std::string compiled_platform() const;
@@ -197,6 +213,9 @@ class Exported {
 
  private:
   void check_structure(const std::string& structure) const;
+  Exported();
+  static Exported from_jax(std::string_view bytes, const std::string& what);
+  void compile_for(std::string platform, std::string lowering) const;
   struct Cache;
   std::string fun_name_;
   std::string text_;
@@ -205,6 +224,14 @@ class Exported {
   std::string out_tree_;
   std::vector<ExportedLeaf> out_;
   std::vector<std::string> platforms_;
+  int nr_devices_ = 1;
+  // JAX's calling convention: @main takes the platform's index first when several platforms
+  // were lowered for, then the inputs listed in kept_ (module_kept_var_idx).
+  std::shared_ptr<const jax_export::Serialized> jax_;
+  std::string jax_bytes_;
+  bool platform_index_ = false;
+  DType platform_index_dtype_ = DType::I32;
+  std::vector<int> kept_;
   std::shared_ptr<Cache> cache_;
 };
 

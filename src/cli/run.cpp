@@ -20,9 +20,11 @@ namespace cujax::cli {
 namespace {
 
 constexpr const char* kRunUsage =
-    "usage: cujax run FILE [--input X.npy]... [--output OUT.npy]... [--print] [--platform P]";
+    "usage: cujax run FILE [--input X.npy]... [--output OUT.npy]... [--print] [--platform P] "
+    "[--lowering-platform P]";
 
-// FILE as an Exported: a cujax artifact, or a bare module (a StableHLO portable artifact,
+// FILE as an Exported: a cujax artifact, jax.export's Exported.serialize() bytes (a flatbuffer
+// that verifies as one), or a bare module (a StableHLO portable artifact,
 // recognised by MLIR bytecode's magic, or StableHLO text) whose @main takes the --input files
 // in order, as JAX's backward-compatibility runner calls it.
 Exported load_any(const std::string& path) {
@@ -33,6 +35,7 @@ Exported load_any(const std::string& path) {
   const std::string bytes = ss.str();
   if (bytes.rfind("cujax-exported ", 0) == 0) return Exported::deserialize(bytes, path);
   const bool bytecode = ir::is_bytecode(bytes);
+  if (!bytecode && jax_export::is_serialized(bytes)) return Exported::deserialize(bytes, path);
   if (!bytecode && bytes.find("func.func") == std::string::npos)
     return Exported::deserialize(bytes, path);  // its message says what FILE is not
   const std::string text = bytecode ? ir::bytecode_to_stablehlo_text(bytes, path) : bytes;
@@ -113,10 +116,14 @@ Prepared prepare(const std::vector<std::string>& argv) {
                    {{"input", "X.npy", "one per input of the artifact, in its order"},
                     {"output", "OUT.npy", "one per output of the artifact, in its order"},
                     {"print", "", "print each output's type, range, mean and first values"},
+                    {"lowering-platform", "P",
+                     "a jax.export lowered for several platforms: run the lowering for P (one "
+                     "it lists, e.g. cuda) on the backend at hand"},
                     platform_option()},
                    "FILE",
-                   "a cujax artifact (cujax export), a StableHLO portable artifact (.mlirbc) or "
-                   "StableHLO text whose @main takes the inputs"},
+                   "a cujax artifact (cujax export), jax.export's Exported.serialize() bytes, a "
+                   "StableHLO portable artifact (.mlirbc) or StableHLO text whose @main takes the "
+                   "inputs"},
                   argv);
   Prepared p;
   const std::vector<std::string> inputs = args.all("input");
@@ -147,7 +154,16 @@ Prepared prepare(const std::vector<std::string>& argv) {
   }
   // An artifact for another platform, or one the backend cannot compile, is bad input too.
   // Without --platform, an artifact not for the default backend runs on another it lists.
-  p.exported->compile(args.has("platform") ? backend : "");
+  const std::string platform = args.has("platform") ? backend : "";
+  if (args.has("lowering-platform"))
+    p.exported->compile_lowering(args.string("lowering-platform", ""), platform);
+  else
+    p.exported->compile(platform);
+  if (p.exported->nr_devices() > 1)
+    std::fprintf(stderr,
+                 "cujax run: note: %s was exported for %d devices; its module only annotates "
+                 "shardings, so it runs on one device with the same results\n",
+                 p.file.c_str(), p.exported->nr_devices());
   return p;
 }
 

@@ -18,12 +18,14 @@
 #include "cujax/ir/parser.h"
 #include "cujax/ir/verifier.h"
 #include "cujax/runtime/backend.h"
+#include "export/jax_convention.h"
 
 namespace cujax {
 
 struct Exported::Cache {
   std::mutex mu;
   std::shared_ptr<const trace::CompiledProgram> program;
+  int lowering_index = 0;  // the platform index a JAX export's @main takes first
 };
 
 namespace {
@@ -161,6 +163,8 @@ void write_synced(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
+Exported::Exported() : cache_(std::make_shared<Cache>()) {}
+
 Exported::Exported(std::string fun_name, std::string text, std::string in_tree,
                    std::vector<ExportedLeaf> in, std::string out_tree,
                    std::vector<ExportedLeaf> out, std::vector<std::string> platforms)
@@ -224,17 +228,26 @@ std::string Exported::checksum() const {
 }
 
 std::string Exported::serialize() const {
+  if (jax_) return jax_bytes_;
   return std::string(kMagic) + std::to_string(kExportFormatVersion) + "\nsha256 " + checksum() +
          "\n" + header_line(*this) + "\n" + text_;
 }
 
 Exported Exported::deserialize(std::string_view bytes, const std::string& what) {
   if (bytes.substr(0, kMagic.size()) != kMagic) {
+    if (jax_export::is_serialized(bytes)) return from_jax(bytes, what);
     std::string start(bytes.substr(0, 16));
     for (char& c : start)
       if (static_cast<unsigned char>(c) < 32 || static_cast<unsigned char>(c) > 126) c = '?';
+    std::string why;
+    try {
+      jax_export::deserialize(bytes, what);
+    } catch (const Error& e) {
+      why = e.what();
+      why = why.substr(std::min(why.size(), what.size() + 2));
+    }
     throw Error(what + ": not a cujax exported artifact (it starts with \"" + start +
-                "\", not \"cujax-exported\")");
+                "\", not \"cujax-exported\"), and " + why);
   }
   size_t pos = 0;
   std::string_view line;
@@ -318,11 +331,26 @@ Exported Exported::load(const std::string& path) {
 }
 
 void Exported::compile(const std::string& platform) const {
+  compile_for(platform, "");
+}
+
+void Exported::compile_lowering(const std::string& lowering_platform,
+                                const std::string& platform) const {
+  if (std::find(platforms_.begin(), platforms_.end(), lowering_platform) == platforms_.end())
+    throw Error("exported " + fun_name_ + " has lowerings for " + list_text(platforms_) + ", not " +
+                lowering_platform);
+  compile_for(platform, lowering_platform);
+}
+
+void Exported::compile_for(std::string platform, std::string lowering) const {
   std::lock_guard<std::mutex> lock(cache_->mu);
   std::string chosen = platform;
-  if (chosen.empty()) {
+  const auto available = runtime::available_platforms();
+  if (chosen.empty() && !lowering.empty()) {
+    // Another platform's lowering runs on the default backend.
+    chosen = default_backend();
+  } else if (chosen.empty()) {
     // The default backend first, as jax.export's call runs on it, then any other it can use.
-    const auto available = runtime::available_platforms();
     for (const std::string& p : {default_backend(), std::string("cuda"), std::string("cpu")}) {
       const bool listed = std::find(platforms_.begin(), platforms_.end(), p) != platforms_.end();
       const bool present = std::find(available.begin(), available.end(), p) != available.end();
@@ -334,17 +362,25 @@ void Exported::compile(const std::string& platform) const {
     if (chosen.empty())
       throw Error("exported " + fun_name_ + " is for platforms " + list_text(platforms_) +
                   ", but this build runs " + list_text(available));
-  } else if (std::find(platforms_.begin(), platforms_.end(), chosen) == platforms_.end()) {
+  } else if (lowering.empty() &&
+             std::find(platforms_.begin(), platforms_.end(), chosen) == platforms_.end()) {
     throw Error("exported " + fun_name_ + " is for platforms " + list_text(platforms_) + ", not " +
                 chosen);
   }
+  if (lowering.empty()) lowering = chosen;
+  const int index = static_cast<int>(std::find(platforms_.begin(), platforms_.end(), lowering) -
+                                     platforms_.begin());
   if (cache_->program) {
-    if (cache_->program->platform == chosen) return;
+    if (cache_->program->platform == chosen && cache_->lowering_index == index) return;
     throw Error("exported " + fun_name_ + " is already compiled for " + cache_->program->platform +
-                ", not " + chosen);
+                " (lowering " + platforms_[static_cast<size_t>(cache_->lowering_index)] +
+                "), not " + chosen + " (lowering " + lowering + ")");
   }
-  auto program =
-      trace::compile_module(trace::reparse(text_), chosen, std::vector<bool>(in_.size(), false));
+  if (jax_ && nr_devices_ > 1) export_detail::check_single_device(fun_name_, text_, nr_devices_);
+  const size_t module_inputs_count = (platform_index_ ? 1 : 0) + (jax_ ? kept_.size() : in_.size());
+  auto program = trace::compile_module(trace::reparse(text_), chosen,
+                                       std::vector<bool>(module_inputs_count, false));
+  cache_->lowering_index = index;
   for (size_t i = 0; i < out_.size() && i < program->out_avals.size(); ++i)
     program->out_avals[i].weak_type = out_[i].aval.weak_type;
   cache_->program = std::move(program);
@@ -361,6 +397,14 @@ std::string Exported::compiled_platform() const {
 }
 
 void Exported::check_structure(const std::string& structure) const {
+  if (jax_) {
+    const std::string want = export_detail::jax_args_structure(jax_->in_tree);
+    if (structure != want)
+      throw Error("exported " + fun_name_ + " called with arguments of structure " + structure +
+                  ", but JAX exported it for " + jax_->in_tree.str() + " (" + want +
+                  "); call_flat takes the flat inputs");
+    return;
+  }
   if (structure != in_tree_)
     throw Error("exported " + fun_name_ + " called with arguments of structure " + structure +
                 ", but it was exported for " + in_tree_);
@@ -377,16 +421,28 @@ std::vector<Array> Exported::call_flat(const std::vector<Array>& leaves) const {
                   ", but the function was exported for " + in_[i].aval.str());
   }
   std::shared_ptr<const trace::CompiledProgram> program;
+  int lowering_index;
   {
     std::lock_guard<std::mutex> lock(cache_->mu);
     program = cache_->program;
   }
-  if (!program) {
-    compile();
+  if (!program) compile();
+  {
     std::lock_guard<std::mutex> lock(cache_->mu);
     program = cache_->program;
+    lowering_index = cache_->lowering_index;
   }
-  return trace::execute(*program, leaves);
+  if (!jax_) return trace::execute(*program, leaves);
+  // JAX's calling convention: the platform's index, then the inputs the module kept.
+  std::vector<Array> args;
+  if (platform_index_) {
+    const HostTensor index = platform_index_dtype_ == DType::I64
+                                 ? HostTensor::from_vector<int64_t>({lowering_index}, Shape{})
+                                 : HostTensor::from_vector<int32_t>({lowering_index}, Shape{});
+    args.push_back(array(index));
+  }
+  for (int k : kept_) args.push_back(leaves[static_cast<size_t>(k)]);
+  return trace::execute(*program, args);
 }
 
 namespace export_detail {
