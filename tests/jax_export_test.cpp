@@ -23,6 +23,8 @@
 #include "cujax/core/npy.h"
 #include "cujax/export.h"
 #include "cujax/jax_export.h"
+#include "cujax/jit.h"
+#include "cujax/numpy.h"
 #include "host_compare.h"
 
 namespace {
@@ -426,6 +428,55 @@ TEST(JaxExport, CallDropsUnusedInputsAndMatchesJax) {
         << err.what();
   }
   fs::remove_all(tmp);
+}
+
+// serialize_jax: a cujax export written as jax.export's bytes reads back (through cujax and,
+// a second way, through flatc) with its trees and avals, and its call gives the jitted results.
+TEST(JaxExport, SerializeJaxReadsBackAndCalls) {
+  namespace jnp = cujax::numpy;
+  JitOptions opts;
+  opts.name = "affine";
+  auto f = jit(
+      [](const Array& x, const std::vector<Array>& wb) {
+        const Array y = jnp::matmul(x, wb[0]) + wb[1];
+        return std::make_tuple(y, jnp::sum(y));
+      },
+      opts);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 6), {2, 3});
+  const std::vector<Array> wb = {jnp::reshape(jnp::linspace(0.5, 2.0, 12), {3, 4}),
+                                 jnp::linspace(-0.5, 0.5, 4)};
+  const auto want = f(x, wb);
+  const std::string bytes = export_(f, x, wb).serialize_jax("cpu");
+
+  const jx::Serialized s = jx::deserialize(bytes, "affine.jax");
+  EXPECT_EQ(s.function_name, "affine");
+  EXPECT_EQ(s.in_tree.str(), "PyTreeDef(((*, [*, *]), {}))");
+  EXPECT_EQ(s.out_tree.str(), "PyTreeDef((*, *))");
+  ASSERT_EQ(s.in_avals.size(), 3u);
+  EXPECT_EQ(s.in_avals[1].str(), "f32[3,4]");
+  EXPECT_EQ(s.out_avals[1].str(), "f32[]");
+  EXPECT_EQ(s.platforms, (std::vector<std::string>{"cpu"}));
+  EXPECT_EQ(s.module_kept_var_idx, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(s.calling_convention_version, 9);
+  EXPECT_EQ(s.nr_devices, 1u);
+
+  // flatc reads the same fields through the schema.
+  const fs::path tmp = scratch("write");
+  write_file(tmp / "affine.bin", bytes);
+  const json::Value j = flatc_json(tmp / "affine.bin", tmp);
+  EXPECT_EQ(j.at("function_name").as_string(), "affine");
+  EXPECT_EQ("PyTreeDef(" + tree_text(j.at("in_tree")) + ")", s.in_tree.str());
+  EXPECT_EQ(json_avals(j, "in_avals", "in_avals_idxs").size(), 3u);
+  EXPECT_EQ(string_list(json_avals(j, "out_avals", "out_avals_idxs")[0].get("shape")),
+            (std::vector<std::string>{"2", "4"}));
+  fs::remove_all(tmp);
+
+  const Exported back = Exported::deserialize(bytes, "affine.jax");
+  const DynamicTree out = back.call(x, wb);
+  ASSERT_EQ(out.kind(), "tuple2");
+  EXPECT_EQ(out[0].array().to_vector<float>(), std::get<0>(want).to_vector<float>());
+  EXPECT_EQ(out[1].array().item<float>(), std::get<1>(want).item<float>());
+  EXPECT_EQ(back.serialize_jax(), bytes);
 }
 
 // Where the fixture's module reads (its sdy.mesh and sharding annotations included), loading

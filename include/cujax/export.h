@@ -166,6 +166,13 @@ class Exported {
   // "cujax-exported 1\nsha256 <hex>\n<header JSON>\n<module text>" (docs/export.md); for an
   // Exported read from jax.export's bytes, those bytes unchanged.
   std::string serialize() const;
+  // jax.export's Exported.serialize() bytes, which jax.export.deserialize reads: the module as a
+  // StableHLO portable artifact (ir::write_bytecode, default target), lowered for `platform`
+  // ("": the first of platforms()) alone, one device, calling convention 9, each input kept.
+  // in_tree is ((args...), {}) with the arguments' tuples and lists as they are; other
+  // structures (dicts, States, structs) become their flat leaves as positional arguments. For
+  // an Exported read from JAX's bytes, those bytes.
+  std::string serialize_jax(const std::string& platform = "") const;
   // Reads cujax's artifact format, or jax.export's Exported.serialize() (told apart by the
   // bytes). Throws Error naming `what` for bad magic, an unknown version, truncation (with the
   // byte offset), a checksum mismatch, a malformed header, a module that does not parse or
@@ -174,6 +181,8 @@ class Exported {
   static Exported deserialize(std::string_view bytes, const std::string& what = "artifact");
   // Writes to a temporary sibling, fsyncs, renames over `path`.
   void save(const std::string& path) const;
+  // save() of serialize_jax(platform).
+  void save_jax(const std::string& path, const std::string& platform = "") const;
   static Exported load(const std::string& path);
 
   // Compiles for `platform` ("": the default backend when listed, else another listed one

@@ -84,6 +84,9 @@ int export_command(const std::vector<std::string>& argv) {
         {"seq", "T", "forward, generate_step: the sequence length (default: the model's)"},
         {"max-batch", "B", "serve: the most requests decoded at once (default: 4)"},
         {"max-seq", "T", "serve: the longest prompt plus completion (default: the model's)"},
+        {"format", "cujax|jax",
+         "forward, generate_step: cujax's artifact (default) or jax.export's serialization, "
+         "which jax.export.deserialize loads (one platform: --platform's, default cpu)"},
         platform_option()}},
       argv);
   // Where the model loads and traces; the artifact runs on every platform it lists.
@@ -103,6 +106,8 @@ int export_command(const std::vector<std::string>& argv) {
   }
   LoadedModel m = load_model_dir(args.string("model", ""));
   const std::string out = args.string("out", "");
+  if (fn == "serve" && args.has("format"))
+    throw UsageError("--format is an option of --fn forward and generate_step, not of serve");
   if (fn == "serve") return export_serve(args, m, out);
   const int64_t batch = args.integer("batch", 1, 1);
   const int64_t seq = args.integer("seq", m.config.max_len, 1);
@@ -111,7 +116,14 @@ int export_command(const std::vector<std::string>& argv) {
                      std::to_string(m.config.max_len));
   const Exported e =
       fn == "forward" ? export_forward(m, batch, seq) : export_generate_step(m, batch);
-  e.save(out);
+  const std::string format = args.string("format", "cujax");
+  if (format == "jax")
+    e.save_jax(out,
+               args.string("platform", "cpu").substr(0, args.string("platform", "cpu").find(',')));
+  else if (format == "cujax")
+    e.save(out);
+  else
+    throw UsageError("--format must be cujax or jax, got '" + format + "'");
   std::printf("exported %s of %s (step %lld) to %s: %zu inputs, %zu outputs, %lld bytes\n",
               fn.c_str(), args.string("model", "").c_str(), static_cast<long long>(m.step),
               out.c_str(), e.in_leaves().size(), e.out_leaves().size(),

@@ -298,12 +298,15 @@ Exported Exported::deserialize(std::string_view bytes, const std::string& what) 
   }
 }
 
-void Exported::save(const std::string& path) const {
+namespace {
+
+// Writes to a temporary sibling, fsyncs, renames over `path`, syncs the folder.
+void save_atomically(const std::string& path, const std::string& bytes) {
   static std::atomic<int64_t> counter{0};
   const std::string tmp =
       path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(counter++);
   try {
-    write_synced(tmp, serialize());
+    write_synced(tmp, bytes);
   } catch (...) {
     std::remove(tmp.c_str());
     throw;
@@ -320,6 +323,16 @@ void Exported::save(const std::string& path) const {
     ::fsync(fd);
     ::close(fd);
   }
+}
+
+}  // namespace
+
+void Exported::save(const std::string& path) const {
+  save_atomically(path, serialize());
+}
+
+void Exported::save_jax(const std::string& path, const std::string& platform) const {
+  save_atomically(path, serialize_jax(platform));
 }
 
 Exported Exported::load(const std::string& path) {
