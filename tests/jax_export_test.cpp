@@ -22,6 +22,8 @@
 #include "cujax/core/json.h"
 #include "cujax/core/npy.h"
 #include "cujax/export.h"
+#include "cujax/ir/bytecode.h"
+#include "cujax/ir/parser.h"
 #include "cujax/jax_export.h"
 #include "cujax/jit.h"
 #include "cujax/numpy.h"
@@ -427,6 +429,48 @@ TEST(JaxExport, CallDropsUnusedInputsAndMatchesJax) {
     EXPECT_NE(std::string(err.what()).find("PyTreeDef(((*, *, *, *, *), {}))"), std::string::npos)
         << err.what();
   }
+  fs::remove_all(tmp);
+}
+
+// A JAX export lowered for two platforms: @main takes the platform's index first, which cujax
+// passes for the platform it runs (or the lowering asked for).
+TEST(JaxExport, PlatformIndexSelectsTheLowering) {
+  const std::string text =
+      R"(func.func @main(%arg0: tensor<i32>, %arg1: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = stablehlo.convert %arg0 : (tensor<i32>) -> tensor<f32>
+  %1 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<3xf32>
+  %2 = stablehlo.add %arg1, %1 : tensor<3xf32>
+  return %2 : tensor<3xf32>
+})";
+  const std::string module =
+      ir::write_bytecode(*ir::parse_module(text), ir::default_portable_artifact_target());
+  std::string bytes;
+  for (const char c : module)
+    bytes +=
+        (bytes.empty() ? "" : ",") + std::to_string(static_cast<int>(static_cast<signed char>(c)));
+  const std::string json_text =
+      "{\"function_name\": \"shift\", \"in_tree\": {\"kind\": \"tuple\", \"children\": "
+      "[{\"kind\": \"tuple\", \"children\": [{\"kind\": \"leaf\"}]}, {\"kind\": \"dict\"}]}, "
+      "\"in_avals\": [{\"shape\": [\"3\"], \"dtype\": \"f32\"}], \"out_tree\": {\"kind\": "
+      "\"leaf\"}, \"out_avals\": [{\"shape\": [\"3\"], \"dtype\": \"f32\"}], \"platforms\": "
+      "[\"cuda\", \"cpu\", \"tpu\"], \"mlir_module_serialized\": [" +
+      bytes + "], \"calling_convention_version\": 9, \"module_kept_var_idx\": [0]}";
+  const fs::path tmp = scratch("platforms");
+  write_file(tmp / "shift.json", json_text);
+  ASSERT_EQ(flatc("--binary -o " + tmp.string() + " " + kSchema.string() + " " +
+                  (tmp / "shift.json").string()),
+            0);
+  const std::string file = (tmp / "shift.bin").string();
+  const Array x = array(HostTensor::from_vector<float>({1.5f, -2.0f, 0.25f}, Shape{3}));
+  // On cpu: cpu's lowering, index 1.
+  const Exported on_cpu = Exported::load(file);
+  on_cpu.compile("cpu");
+  EXPECT_EQ(on_cpu.call_flat({x})[0].to_vector<float>(), (std::vector<float>{2.5f, -1.0f, 1.25f}));
+  // tpu's lowering (index 2) on the cpu backend, as cujax run --lowering-platform tpu.
+  const Exported as_tpu = Exported::load(file);
+  as_tpu.compile_lowering("tpu", "cpu");
+  EXPECT_EQ(as_tpu.call_flat({x})[0].to_vector<float>(), (std::vector<float>{3.5f, 0.0f, 2.25f}));
+  EXPECT_THROW(as_tpu.compile_lowering("rocm", "cpu"), Error);
   fs::remove_all(tmp);
 }
 
