@@ -1,0 +1,37 @@
+// The custom calls of lax.linalg (private): how one is emitted, and helpers its lowering and
+// its rules share.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cujax/array.h"
+#include "cujax/ir/ir.h"
+
+namespace cujax::lax::linalg::detail {
+
+struct CallSpec {
+  std::string target;
+  std::vector<std::pair<std::string, char>> config;  // mhlo.backend_config, as ui8 characters
+  std::vector<ir::Type> results;
+  std::vector<bool> operand_matrix, result_matrix;  // column-major matrices (JAX's layouts)
+  int alias_operand = -1;                           // the operand result 0 overwrites
+  bool batch_attr = false;  // mhlo.frontend_attributes = {num_batch_dims = "..."}
+};
+std::vector<Array> lapack_call(const CallSpec& c, const std::vector<Array>& operands);
+
+// 's', 'd', 'c' or 'z'; throws naming `op` for other dtypes.
+char type_prefix(const std::string& op, const Array& x);
+// Throws naming `op` and x's type unless x is [..., m, n] (square: m == n) of a LAPACK dtype.
+void check_matrix(const std::string& op, const Array& x, bool square);
+// s's batch dimensions followed by `tail`.
+Shape batch_of(const Shape& s, std::initializer_list<int64_t> tail);
+// x where `ok` (x's batch shape), NaN elsewhere.
+Array nan_unless(const Array& ok, const Array& x);
+Array info_ok(const Array& info);
+// The conjugate transpose of the last two dimensions.
+Array adjoint(const Array& x);
+
+}  // namespace cujax::lax::linalg::detail

@@ -1,0 +1,291 @@
+// The linear-algebra API under JAX's names (lax::linalg, numpy::linalg, scipy::linalg): each
+// factorization against its defining identity, recomputed here in complex double arithmetic
+// (L L^H = A, P L U = A, Q R = A with Q^H Q = I, A V = V diag(w), U diag(S) V^H = A, A x = b),
+// over f32, f64, complex64 and complex128 and a batch of two; NaNs for a failed factorization;
+// errors naming the shapes; the custom-call targets of the lowered program.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cujax/grad.h"
+#include "cujax/jit.h"
+#include "cujax/lax.h"
+#include "cujax/linalg.h"
+#include "cujax/numpy.h"
+#include "cujax/vmap.h"
+
+namespace cujax {
+namespace {
+
+namespace jnp = cujax::numpy;
+namespace ll = cujax::lax::linalg;
+using cd = std::complex<double>;
+
+// A row-major matrix of complex doubles: the reference arithmetic.
+struct Mat {
+  int64_t rows = 0, cols = 0;
+  std::vector<cd> v;
+  Mat(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c)) {}
+  cd& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
+  cd operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
+};
+
+Mat mul(const Mat& a, const Mat& b) {
+  Mat c(a.rows, b.cols);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t k = 0; k < a.cols; ++k)
+      for (int64_t j = 0; j < b.cols; ++j) c(i, j) += a(i, k) * b(k, j);
+  return c;
+}
+Mat adj(const Mat& a) {
+  Mat c(a.cols, a.rows);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t j = 0; j < a.cols; ++j) c(j, i) = std::conj(a(i, j));
+  return c;
+}
+Mat eye(int64_t n) {
+  Mat c(n, n);
+  for (int64_t i = 0; i < n; ++i) c(i, i) = 1;
+  return c;
+}
+double max_diff(const Mat& a, const Mat& b) {
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.cols, b.cols);
+  double d = 0;
+  for (size_t i = 0; i < a.v.size() && i < b.v.size(); ++i)
+    d = std::max(d, std::abs(a.v[i] - b.v[i]));
+  return d;
+}
+
+std::vector<cd> values(const Array& x) {
+  if (is_complex(x.dtype())) return jnp::astype(x, DType::C128).to_vector<cd>();
+  std::vector<cd> out;
+  for (double d : jnp::astype(x, DType::F64).to_vector<double>()) out.push_back(d);
+  return out;
+}
+
+// The matrices of x [..., r, c] (vector: x [..., n] as columns), one per batch element.
+std::vector<Mat> mats(const Array& x, bool vector = false) {
+  const std::vector<cd> v = values(x);
+  const int64_t r = vector ? x.shape().back() : x.shape()[x.ndim() - 2];
+  const int64_t c = vector ? 1 : x.shape().back();
+  std::vector<Mat> out;
+  for (size_t b = 0; b * r * c < v.size() || (out.empty() && v.empty()); ++b) {
+    Mat m(r, c);
+    for (int64_t i = 0; i < r * c; ++i) m.v[static_cast<size_t>(i)] = v[b * r * c + i];
+    out.push_back(m);
+    if (v.empty()) break;
+  }
+  return out;
+}
+
+Mat diag(const Mat& col, int64_t rows, int64_t cols) {
+  Mat d(rows, cols);
+  for (int64_t i = 0; i < col.rows; ++i) d(i, i) = col(i, 0);
+  return d;
+}
+
+double tol(DType t) {
+  return t == DType::F32 || t == DType::C64 ? 2e-4 : 1e-10;
+}
+
+// Uniform entries in [-1, 1) of `dtype` (both parts for complex dtypes).
+Array random(const Shape& shape, DType dtype, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> re(static_cast<size_t>(num_elements(shape))), im(re.size());
+  for (size_t i = 0; i < re.size(); ++i) re[i] = u(rng), im[i] = u(rng);
+  const DType real = complex_component(dtype);
+  const Array r = jnp::array(re, shape, real);
+  if (!is_complex(dtype)) return r;
+  return lax::complex(r, jnp::array(im, shape, real));
+}
+
+// B B^H + n I: Hermitian positive definite.
+Array hpd(const Shape& shape, DType dtype, uint32_t seed) {
+  const Array b = random(shape, dtype, seed);
+  const int64_t n = shape.back();
+  return jnp::add(jnp::matmul(b, jnp::conj(b.mT())), jnp::astype(jnp::eye(n), dtype) * n);
+}
+
+class LinalgTest : public ::testing::TestWithParam<DType> {};
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LinalgTest,
+                         ::testing::Values(DType::F32, DType::F64, DType::C64, DType::C128),
+                         [](const auto& info) {
+                           return std::string(mlir_name(info.param)) == "f32" ? std::string("f32")
+                                  : info.param == DType::F64                  ? "f64"
+                                  : info.param == DType::C64                  ? "c64"
+                                                                              : "c128";
+                         });
+
+TEST_P(LinalgTest, CholeskyGivesLowerFactor) {
+  const DType t = GetParam();
+  const Array a = hpd({2, 4, 4}, t, 1);
+  const Array l = ll::cholesky(a);
+  EXPECT_EQ(l.dtype(), t);
+  const auto as = mats(a), ls = mats(l);
+  ASSERT_EQ(ls.size(), 2u);
+  for (size_t b = 0; b < 2; ++b) {
+    EXPECT_LT(max_diff(mul(ls[b], adj(ls[b])), as[b]), tol(t) * 10);
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = i + 1; j < 4; ++j) EXPECT_EQ(ls[b](i, j), cd(0));
+  }
+}
+
+TEST_P(LinalgTest, CholeskyOfIndefiniteMatrixIsNaN) {
+  const DType t = GetParam();
+  // Batch element 1 is -A: not positive definite; element 0 must be unaffected.
+  const Array a = hpd({1, 3, 3}, t, 2);
+  const Array both = jnp::concatenate({a, -a}, 0);
+  const auto ls = mats(ll::cholesky(both));
+  EXPECT_LT(max_diff(mul(ls[0], adj(ls[0])), mats(a)[0]), tol(t) * 10);
+  // JAX's lowering: NaN, then tril (the upper triangle stays zero).
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      EXPECT_EQ(std::isnan(ls[1](i, j).real()), j <= i) << i << "," << j;
+}
+
+TEST_P(LinalgTest, LuGivesPermutedFactors) {
+  const DType t = GetParam();
+  for (const Shape& s : {Shape{2, 4, 4}, Shape{2, 3, 5}, Shape{5, 3}}) {
+    const Array a = random(s, t, 3);
+    auto [lu, pivots, perm] = ll::lu(a);
+    const int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+    EXPECT_EQ(pivots.shape().back(), k);
+    EXPECT_EQ(perm.shape().back(), m);
+    const auto as = mats(a), lus = mats(lu);
+    const std::vector<int32_t> p = perm.to_vector<int32_t>();
+    for (size_t b = 0; b < lus.size(); ++b) {
+      Mat l(m, k), u(k, n), pa(m, n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          if (j < k) l(i, j) = i == j ? cd(1) : i > j ? lus[b](i, j) : cd(0);
+          if (i < k) u(i, j) = j >= i ? lus[b](i, j) : cd(0);
+          pa(i, j) = as[b](p[b * m + i], j);
+        }
+      EXPECT_LT(max_diff(mul(l, u), pa), tol(t) * 10) << shape_to_string(s);
+    }
+  }
+}
+
+TEST_P(LinalgTest, QrGivesOrthonormalQ) {
+  const DType t = GetParam();
+  for (const Shape& s : {Shape{2, 5, 3}, Shape{2, 3, 5}, Shape{4, 4}})
+    for (bool full : {true, false}) {
+      const Array a = random(s, t, 4);
+      auto [q, r] = ll::qr(a, full);
+      const int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+      EXPECT_EQ(q.shape().back(), full ? m : k);
+      EXPECT_EQ(r.shape()[r.ndim() - 2], full ? m : k);
+      const auto as = mats(a), qs = mats(q), rs = mats(r);
+      for (size_t b = 0; b < qs.size(); ++b) {
+        EXPECT_LT(max_diff(mul(qs[b], rs[b]), as[b]), tol(t) * 10);
+        EXPECT_LT(max_diff(mul(adj(qs[b]), qs[b]), eye(qs[b].cols)), tol(t) * 10);
+        for (int64_t i = 0; i < rs[b].rows; ++i)
+          for (int64_t j = 0; j < std::min(i, rs[b].cols); ++j) EXPECT_EQ(rs[b](i, j), cd(0));
+      }
+    }
+}
+
+TEST_P(LinalgTest, EighGivesEigenpairs) {
+  const DType t = GetParam();
+  const Array a = hpd({2, 5, 5}, t, 5) - jnp::astype(jnp::eye(5), t) * 6;
+  auto [v, w] = ll::eigh(a);
+  EXPECT_EQ(w.dtype(), complex_component(t));
+  const auto as = mats(a), vs = mats(v), ws = mats(w, true);
+  for (size_t b = 0; b < 2; ++b) {
+    EXPECT_LT(max_diff(mul(as[b], vs[b]), mul(vs[b], diag(ws[b], 5, 5))), tol(t) * 50);
+    EXPECT_LT(max_diff(mul(adj(vs[b]), vs[b]), eye(5)), tol(t) * 10);
+    for (int64_t i = 1; i < 5; ++i) EXPECT_LE(ws[b](i - 1, 0).real(), ws[b](i, 0).real());
+  }
+}
+
+TEST_P(LinalgTest, SvdReconstructs) {
+  const DType t = GetParam();
+  for (const Shape& s : {Shape{2, 5, 3}, Shape{2, 3, 5}})
+    for (bool full : {true, false}) {
+      const Array a = random(s, t, 6);
+      const ll::SvdResult r = ll::svd(a, full);
+      const int64_t m = s[1], n = s[2], k = std::min(m, n);
+      const auto as = mats(a), us = mats(r.u), ss = mats(r.s, true), vs = mats(r.vh);
+      for (size_t b = 0; b < 2; ++b) {
+        EXPECT_LT(max_diff(mul(mul(us[b], diag(ss[b], us[b].cols, vs[b].rows)), vs[b]), as[b]),
+                  tol(t) * 10);
+        EXPECT_LT(max_diff(mul(adj(us[b]), us[b]), eye(full ? m : k)), tol(t) * 10);
+        for (int64_t i = 1; i < k; ++i) EXPECT_GE(ss[b](i - 1, 0).real(), ss[b](i, 0).real());
+      }
+      const ll::SvdResult only_s = ll::svd(a, full, false);
+      EXPECT_FALSE(only_s.u.valid());
+      EXPECT_LT(max_diff(mats(only_s.s, true)[1], ss[1]), tol(t) * 10);
+    }
+}
+
+TEST_P(LinalgTest, TriangularSolveEveryVariant) {
+  const DType t = GetParam();
+  const Array a = random({2, 4, 4}, t, 7) + jnp::astype(jnp::eye(4), t) * 4;
+  for (bool left : {true, false})
+    for (bool lower : {true, false})
+      for (bool trans : {true, false})
+        for (bool conj : {true, false})
+          for (bool unit : {true, false}) {
+            const Array b = random(left ? Shape{2, 4, 3} : Shape{2, 3, 4}, t, 8);
+            const Array x = ll::triangular_solve(a, b, left, lower, trans, conj, unit);
+            const auto as = mats(a), bs = mats(b), xs = mats(x);
+            for (size_t k = 0; k < 2; ++k) {
+              Mat op(4, 4);
+              for (int64_t i = 0; i < 4; ++i)
+                for (int64_t j = 0; j < 4; ++j) {
+                  const bool in = lower ? j <= i : j >= i;
+                  cd v = i == j && unit ? cd(1) : in ? as[k](i, j) : cd(0);
+                  if (conj) v = std::conj(v);
+                  if (trans)
+                    op(j, i) = v;
+                  else
+                    op(i, j) = v;
+                }
+              const Mat got = left ? mul(op, xs[k]) : mul(xs[k], op);
+              EXPECT_LT(max_diff(got, bs[k]), tol(t) * 10)
+                  << left << lower << trans << conj << unit;
+            }
+          }
+}
+
+TEST(LinalgApi, PivotsToPermutationAppliesSwapsInOrder) {
+  const Array pivots = jnp::array({2, 2, 3}, Shape{3}, DType::I32);
+  // iota 0 1 2 3 4; swap 0<->2: 2 1 0 3 4; swap 1<->2: 2 0 1 3 4; swap 2<->3: 2 0 3 1 4.
+  EXPECT_EQ(ll::lu_pivots_to_permutation(pivots, 5).to_vector<int32_t>(),
+            (std::vector<int32_t>{2, 0, 3, 1, 4}));
+}
+
+TEST(LinalgApi, NonSquareOperandNamesTheShape) {
+  try {
+    ll::cholesky(jnp::zeros({2, 3, 4}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("f32[2,3,4]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cholesky"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ll::eigh(jnp::zeros({3}, DType::F64)), Error);
+  EXPECT_THROW(ll::qr(jnp::zeros({3, 3}, DType::I32)), Error);
+  EXPECT_THROW(ll::triangular_solve(jnp::eye(3), jnp::zeros({4, 2}), true), Error);
+}
+
+TEST(LinalgApi, LoweredCholeskyUsesJaxTarget) {
+  auto f = jit([](const Array& a) { return ll::cholesky(a); });
+  const std::string text = f.lower(ShapeDtype{{4, 4}, DType::F32}).as_text();
+  EXPECT_NE(text.find("stablehlo.custom_call @lapack_spotrf_ffi"), std::string::npos) << text;
+  EXPECT_NE(text.find("uplo = 76 : ui8"), std::string::npos) << text;
+  EXPECT_NE(text.find("operand_layouts = [dense<[0, 1]> : tensor<2xindex>]"), std::string::npos)
+      << text;
+  const std::string batched = f.lower(ShapeDtype{{3, 4, 4}, DType::C128}).as_text();
+  EXPECT_NE(batched.find("@lapack_zpotrf_ffi"), std::string::npos) << batched;
+  EXPECT_NE(batched.find("dense<[1, 2, 0]> : tensor<3xindex>"), std::string::npos) << batched;
+}
+
+}  // namespace
+}  // namespace cujax
