@@ -255,6 +255,259 @@ TEST_P(LinalgTest, TriangularSolveEveryVariant) {
           }
 }
 
+// ----- jnp.linalg and jax.scipy.linalg
+
+namespace jl = cujax::numpy::linalg;
+namespace sl = cujax::scipy::linalg;
+
+// The determinant by Gaussian elimination with partial pivoting, in complex doubles.
+cd host_det(Mat a) {
+  cd d = 1;
+  for (int64_t c = 0; c < a.rows; ++c) {
+    int64_t p = c;
+    for (int64_t r = c + 1; r < a.rows; ++r)
+      if (std::abs(a(r, c)) > std::abs(a(p, c))) p = r;
+    if (p != c) {
+      for (int64_t j = 0; j < a.cols; ++j) std::swap(a(p, j), a(c, j));
+      d = -d;
+    }
+    d *= a(c, c);
+    for (int64_t r = c + 1; r < a.rows; ++r) {
+      const cd f = a(r, c) / a(c, c);
+      for (int64_t j = c; j < a.cols; ++j) a(r, j) -= f * a(c, j);
+    }
+  }
+  return d;
+}
+
+TEST_P(LinalgTest, SolveAndInv) {
+  const DType t = GetParam();
+  const Array a = random({2, 4, 4}, t, 9) + jnp::astype(jnp::eye(4), t) * 2;
+  const Array b = random({2, 4, 3}, t, 10);
+  const auto as = mats(a), bs = mats(b), xs = mats(jl::solve(a, b)), is = mats(jl::inv(a));
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_LT(max_diff(mul(as[k], xs[k]), bs[k]), tol(t) * 10);
+    EXPECT_LT(max_diff(mul(as[k], is[k]), eye(4)), tol(t) * 10);
+  }
+  // A vector right-hand side, broadcast against the batch of matrices.
+  const Array v = random({4}, t, 11);
+  const Array xv = jl::solve(a, v);
+  EXPECT_EQ(xv.shape(), (Shape{2, 4}));
+  const auto xvs = mats(xv, true);
+  const Mat vm = mats(v, true)[0];
+  for (size_t k = 0; k < 2; ++k) EXPECT_LT(max_diff(mul(as[k], xvs[k]), vm), tol(t) * 10);
+}
+
+TEST_P(LinalgTest, DetAndSlogdetMatchElimination) {
+  const DType t = GetParam();
+  const Array a = random({3, 5, 5}, t, 12);
+  const std::vector<cd> d = values(jl::det(a));
+  auto [sign, logabs] = jl::slogdet(a);
+  const std::vector<cd> s = values(sign), l = values(logabs);
+  const auto as = mats(a);
+  for (size_t k = 0; k < 3; ++k) {
+    const cd want = host_det(as[k]);
+    EXPECT_LT(std::abs(d[k] - want), tol(t) * 10 * std::max(1.0, std::abs(want)));
+    EXPECT_LT(std::abs(s[k] * std::exp(l[k]) - want), tol(t) * 10 * std::max(1.0, std::abs(want)));
+  }
+  // Singular: sign 0, log|det| -inf.
+  const Array z = jnp::zeros({3, 3}, t);
+  auto [zs, zl] = jl::slogdet(z);
+  EXPECT_EQ(values(zs)[0], cd(0));
+  EXPECT_TRUE(std::isinf(values(zl)[0].real()));
+  EXPECT_EQ(values(jl::det(z))[0], cd(0));
+}
+
+TEST_P(LinalgTest, LstsqPinvRank) {
+  const DType t = GetParam();
+  const Array a = random({6, 3}, t, 13);
+  const Array b = random({6, 2}, t, 14);
+  auto [x, resid, rank, s] = jl::lstsq(a, b);
+  EXPECT_EQ(rank.item<int32_t>(), 3);
+  const Mat am = mats(a)[0], bm = mats(b)[0], xm = mats(x)[0];
+  Mat r = mul(am, xm);
+  for (size_t i = 0; i < r.v.size(); ++i) r.v[i] -= bm.v[i];
+  // Normal equations: A^H (A x - b) = 0.
+  EXPECT_LT(max_diff(mul(adj(am), r), Mat(3, 2)), tol(t) * 10);
+  const std::vector<cd> rs = values(resid);
+  for (int64_t j = 0; j < 2; ++j) {
+    double want = 0;
+    for (int64_t i = 0; i < 6; ++i) want += std::norm(r(i, j));
+    EXPECT_NEAR(rs[j].real(), want, tol(t) * 10);
+  }
+  const Mat pm = mats(jl::pinv(a))[0];
+  EXPECT_LT(max_diff(mul(mul(am, pm), am), am), tol(t) * 10);
+  // Rank 2: the third column is the sum of the first two.
+  const Array c = jnp::concatenate(
+      {a[{jnp::Slice(), jnp::Slice(0, 2)}], jnp::sum(a[{jnp::Slice(), jnp::Slice(0, 2)}], 1, true)},
+      1);
+  EXPECT_EQ(jl::matrix_rank(c).item<int32_t>(), 2);
+  EXPECT_EQ(jl::matrix_rank(a).item<int32_t>(), 3);
+}
+
+TEST_P(LinalgTest, MatrixPowerAndMultiDot) {
+  const DType t = GetParam();
+  const Array a = random({4, 4}, t, 15) + jnp::astype(jnp::eye(4), t) * 2;
+  const Mat am = mats(a)[0];
+  EXPECT_LT(max_diff(mats(jl::matrix_power(a, 5))[0], mul(mul(mul(mul(am, am), am), am), am)),
+            tol(t) * 100);
+  EXPECT_LT(max_diff(mul(mats(jl::matrix_power(a, -2))[0], mul(am, am)), eye(4)), tol(t) * 100);
+  EXPECT_EQ(max_diff(mats(jl::matrix_power(a, 0))[0], eye(4)), 0);
+  const Array b = random({4, 2}, t, 16), c = random({2, 3}, t, 17);
+  EXPECT_LT(max_diff(mats(jl::multi_dot({a, b, c}))[0], mul(mul(am, mats(b)[0]), mats(c)[0])),
+            tol(t) * 10);
+}
+
+TEST_P(LinalgTest, NormsOfEveryOrder) {
+  const DType t = GetParam();
+  const Array a = random({3, 4}, t, 18);
+  const Mat am = mats(a)[0];
+  const auto val = [](const Array& x) { return values(x)[0].real(); };
+  double fro = 0, one = 0, inf = 0, minus_one = 1e300, minus_inf = 1e300;
+  for (int64_t j = 0; j < 4; ++j) {
+    double c = 0;
+    for (int64_t i = 0; i < 3; ++i) c += std::abs(am(i, j));
+    one = std::max(one, c), minus_one = std::min(minus_one, c);
+  }
+  for (int64_t i = 0; i < 3; ++i) {
+    double r = 0;
+    for (int64_t j = 0; j < 4; ++j) r += std::abs(am(i, j)), fro += std::norm(am(i, j));
+    inf = std::max(inf, r), minus_inf = std::min(minus_inf, r);
+  }
+  const double e = tol(t) * 10, kInf = std::numeric_limits<double>::infinity();
+  EXPECT_NEAR(val(jl::norm(a)), std::sqrt(fro), e);
+  EXPECT_NEAR(val(jl::norm(a, std::string("fro"))), std::sqrt(fro), e);
+  EXPECT_NEAR(val(jl::norm(a, 1.0)), one, e);
+  EXPECT_NEAR(val(jl::norm(a, -1.0)), minus_one, e);
+  EXPECT_NEAR(val(jl::norm(a, kInf)), inf, e);
+  EXPECT_NEAR(val(jl::norm(a, -kInf)), minus_inf, e);
+  // 2, -2 and nuc from the singular values (checked by SvdReconstructs).
+  const std::vector<cd> s = values(ll::svd(a, false, false).s);
+  EXPECT_NEAR(val(jl::norm(a, 2.0)), s[0].real(), e);
+  EXPECT_NEAR(val(jl::norm(a, -2.0)), s[2].real(), e);
+  EXPECT_NEAR(val(jl::norm(a, std::string("nuc"))), (s[0] + s[1] + s[2]).real(), e);
+  EXPECT_NEAR(val(jl::cond(a)), s[0].real() / s[2].real(), e * 10);
+  // Vector norms along axis 1.
+  const std::vector<int64_t> ax{1};
+  for (double p : {0.0, 1.0, 2.0, 3.0, kInf, -kInf}) {
+    const std::vector<cd> got = values(jl::norm(a, p, ax));
+    for (int64_t i = 0; i < 3; ++i) {
+      double want = std::isinf(p) ? (p > 0 ? 0 : 1e300) : 0;
+      for (int64_t j = 0; j < 4; ++j) {
+        const double x = std::abs(am(i, j));
+        if (std::isinf(p))
+          want = p > 0 ? std::max(want, x) : std::min(want, x);
+        else
+          want += p == 0 ? (x != 0) : std::pow(x, p);
+      }
+      if (p != 0 && !std::isinf(p)) want = std::pow(want, 1 / p);
+      EXPECT_NEAR(got[i].real(), want, e) << "ord " << p;
+    }
+  }
+  EXPECT_EQ(jl::norm(a, 1.0, ax, true).shape(), (Shape{3, 1}));
+  EXPECT_EQ(jl::norm(a, {}, std::vector<int64_t>{0, 1}, true).shape(), (Shape{1, 1}));
+  // cond in the 1-norm: |A|_1 |A^-1|_1.
+  const Array sq = random({4, 4}, t, 19) + jnp::astype(jnp::eye(4), t) * 2;
+  EXPECT_NEAR(val(jl::cond(sq, 1.0)), val(jl::norm(sq, 1.0)) * val(jl::norm(jl::inv(sq), 1.0)),
+              e * 100);
+}
+
+TEST_P(LinalgTest, NumpyDecompositionsFollowJaxConventions) {
+  const DType t = GetParam();
+  const Array a = hpd({2, 4, 4}, t, 20);
+  const auto as = mats(a);
+  const Mat u = mats(jl::cholesky(a, true))[1];
+  EXPECT_LT(max_diff(mul(adj(u), u), as[1]), tol(t) * 10);
+  // UPLO "U" without symmetrizing reads only the upper triangle.
+  const Array upper_only = jnp::triu(a);
+  auto [w, v] = jl::eigh(upper_only, "U", false);
+  const Mat vm = mats(v)[0];
+  EXPECT_LT(max_diff(mul(as[0], vm), mul(vm, diag(mats(w, true)[0], 4, 4))), tol(t) * 50);
+  EXPECT_LT(max_diff(mats(jl::eigvalsh(a), true)[0], mats(w, true)[0]), tol(t) * 50);
+  for (const std::string mode : {"reduced", "complete", "r"}) {
+    const Array x = random({5, 3}, t, 21);
+    auto [q, r] = jl::qr(x, mode);
+    EXPECT_EQ(r.shape(), (Shape{mode == "complete" ? 5 : 3, 3})) << mode;
+    EXPECT_EQ(q.valid(), mode != "r");
+    if (q.valid()) {
+      EXPECT_LT(max_diff(mul(mats(q)[0], mats(r)[0]), mats(x)[0]), tol(t) * 10);
+    }
+  }
+  // hermitian=True: an indefinite Hermitian matrix through eigh.
+  const Array h = a - jnp::astype(jnp::eye(4), t) * 8;
+  const ll::SvdResult r = jl::svd(h, false, true, true);
+  const auto hs = mats(h), us = mats(r.u), ss = mats(r.s, true), vs = mats(r.vh);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_LT(max_diff(mul(mul(us[k], diag(ss[k], 4, 4)), vs[k]), hs[k]), tol(t) * 50);
+    for (int64_t i = 1; i < 4; ++i) EXPECT_GE(ss[k](i - 1, 0).real(), ss[k](i, 0).real());
+  }
+}
+
+TEST_P(LinalgTest, ScipySolvers) {
+  const DType t = GetParam();
+  const Array a = random({2, 4, 4}, t, 22) + jnp::astype(jnp::eye(4), t) * 3;
+  const Array b = random({2, 4, 2}, t, 23);
+  const auto as = mats(a), bs = mats(b);
+  // solve_triangular reads one triangle; trans 0, 1, 2 solve A, A^T, A^H.
+  for (int trans : {0, 1, 2})
+    for (bool lower : {true, false}) {
+      const auto xs = mats(sl::solve_triangular(a, b, trans, lower));
+      for (size_t k = 0; k < 2; ++k) {
+        Mat tri(4, 4);
+        for (int64_t i = 0; i < 4; ++i)
+          for (int64_t j = 0; j < 4; ++j)
+            if (lower ? j <= i : j >= i) {
+              const cd v = trans == 2 ? std::conj(as[k](i, j)) : as[k](i, j);
+              if (trans)
+                tri(j, i) = v;
+              else
+                tri(i, j) = v;
+            }
+        EXPECT_LT(max_diff(mul(tri, xs[k]), bs[k]), tol(t) * 10) << trans << lower;
+      }
+    }
+  const Array p = hpd({2, 4, 4}, t, 24);
+  const auto ps = mats(p);
+  for (bool lower : {true, false}) {
+    const auto xs = mats(sl::cho_solve(sl::cho_factor(p, lower), b));
+    for (size_t k = 0; k < 2; ++k) EXPECT_LT(max_diff(mul(ps[k], xs[k]), bs[k]), tol(t) * 10);
+  }
+  const auto f = sl::lu_factor(a);
+  for (int trans : {0, 1, 2}) {
+    const auto xs = mats(sl::lu_solve(f, b, trans));
+    for (size_t k = 0; k < 2; ++k) {
+      const Mat op = trans == 0   ? as[k]
+                     : trans == 2 ? adj(as[k])
+                                  : [&] {
+                                      Mat m(4, 4);
+                                      for (int64_t i = 0; i < 4; ++i)
+                                        for (int64_t j = 0; j < 4; ++j) m(j, i) = as[k](i, j);
+                                      return m;
+                                    }();
+      EXPECT_LT(max_diff(mul(op, xs[k]), bs[k]), tol(t) * 10) << trans;
+    }
+  }
+  for (const Shape& s : {Shape{4, 4}, Shape{3, 5}, Shape{5, 3}}) {
+    const Array x = random(s, t, 25);
+    auto [pm, l, u] = sl::lu(x);
+    EXPECT_LT(max_diff(mul(mul(mats(pm)[0], mats(l)[0]), mats(u)[0]), mats(x)[0]), tol(t) * 10)
+        << shape_to_string(s);
+    auto [pl, u2, none] = sl::lu(x, true);
+    EXPECT_FALSE(none.valid());
+    EXPECT_LT(max_diff(mul(mats(pl)[0], mats(u2)[0]), mats(x)[0]), tol(t) * 10);
+    auto [q, r] = sl::qr(x, "economic");
+    EXPECT_LT(max_diff(mul(mats(q)[0], mats(r)[0]), mats(x)[0]), tol(t) * 10);
+    EXPECT_EQ(sl::qr(x).first.shape(), (Shape{s[0], s[0]}));
+  }
+}
+
+TEST(LinalgApi, BlockDiag) {
+  const Array d = sl::block_diag({jnp::ones({2, 2}), jnp::array({5.0}), jnp::full({1, 3}, 7)});
+  EXPECT_EQ(d.shape(), (Shape{4, 6}));
+  EXPECT_EQ(d.to_vector<float>(), (std::vector<float>{1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0,  //
+                                                      0, 0, 5, 0, 0, 0, 0, 0, 0, 7, 7, 7}));
+}
+
 TEST(LinalgApi, PivotsToPermutationAppliesSwapsInOrder) {
   const Array pivots = jnp::array({2, 2, 3}, Shape{3}, DType::I32);
   // iota 0 1 2 3 4; swap 0<->2: 2 1 0 3 4; swap 1<->2: 2 0 1 3 4; swap 2<->3: 2 0 3 1 4.
@@ -268,6 +521,14 @@ TEST(LinalgApi, NonSquareOperandNamesTheShape) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("f32[2,3,4]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(jnp::linalg::solve(jnp::eye(3), jnp::ones({4})), Error);
+  EXPECT_THROW(jnp::linalg::det(jnp::ones({2, 3})), Error);
+  try {
+    jnp::linalg::cholesky(jnp::zeros({2, 3, 4}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2,3,4]"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("cholesky"), std::string::npos) << e.what();
   }
   EXPECT_THROW(ll::eigh(jnp::zeros({3}, DType::F64)), Error);
@@ -276,7 +537,7 @@ TEST(LinalgApi, NonSquareOperandNamesTheShape) {
 }
 
 TEST(LinalgApi, LoweredCholeskyUsesJaxTarget) {
-  auto f = jit([](const Array& a) { return ll::cholesky(a); });
+  auto f = jit([](const Array& a) { return jnp::linalg::cholesky(a); });
   const std::string text = f.lower(ShapeDtype{{4, 4}, DType::F32}).as_text();
   EXPECT_NE(text.find("stablehlo.custom_call @lapack_spotrf_ffi"), std::string::npos) << text;
   EXPECT_NE(text.find("uplo = 76 : ui8"), std::string::npos) << text;

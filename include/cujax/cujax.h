@@ -41,6 +41,7 @@
 #include "cujax/numpy.h"
 #include "cujax/random.h"
 #include "cujax/special.h"
+#include "cujax/linalg.h"
 
 // Transformations and trees: jit, grad, vmap, jax.tree.
 #include "cujax/grad.h"

@@ -134,6 +134,27 @@ Array adjoint(const Array& x) {
   return is_complex(x.dtype()) ? lax::conj(t) : t;
 }
 
+Array lu_solve(const Array& lu, const Array& permutation, const Array& b, int trans) {
+  const int64_t last = b.ndim() - 1;
+  // Rows of b gathered by the permutation: take_along_axis over the row axis.
+  Shape ps = permutation.shape();
+  ps.push_back(1);
+  const Array idx = lax::reshape(permutation, ps);
+  if (trans == 0) {
+    const Array pb = numpy::take_along_axis(b, idx, last - 1);
+    const Array y = triangular_solve(lu, pb, true, true, false, false, true);
+    return triangular_solve(lu, y, true, false, false, false, false);
+  }
+  const bool conj = trans == 2;
+  const Array y = triangular_solve(lu, b, true, false, true, conj, false);
+  const Array z = triangular_solve(lu, y, true, true, true, conj, true);
+  // x = P^T z: x[permutation[i]] = z[i], i.e. z gathered by the inverse permutation.
+  Shape is = permutation.shape();
+  is.push_back(1);
+  const Array inverse = lax::reshape(numpy::argsort(permutation, -1), is);
+  return numpy::take_along_axis(z, lax::convert_element_type(inverse, DType::I32), last - 1);
+}
+
 }  // namespace detail
 
 using namespace detail;

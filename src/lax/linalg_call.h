@@ -33,5 +33,8 @@ Array nan_unless(const Array& ok, const Array& x);
 Array info_ok(const Array& info);
 // The conjugate transpose of the last two dimensions.
 Array adjoint(const Array& x);
+// Solves A x = b (trans 0), A^T x = b (1) or A^H x = b (2) from A's LU factors lu [..., n, n]
+// and row permutation [..., n] (A[permutation] = L U); b [..., n, k] with lu's batch.
+Array lu_solve(const Array& lu, const Array& permutation, const Array& b, int trans);
 
 }  // namespace cujax::lax::linalg::detail

@@ -1,0 +1,150 @@
+// jax.scipy.linalg on lax.linalg: solve_triangular, cho_factor, cho_solve, lu, lu_factor,
+// lu_solve, qr and block_diag, with SciPy's argument conventions.
+#include "cujax/linalg.h"
+#include "lax/linalg_call.h"
+#include "numpy/internal.h"
+
+namespace cujax::scipy::linalg {
+
+namespace ll = lax::linalg;
+namespace jnp = cujax::numpy;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& fn, const std::string& message) {
+  throw Error("scipy.linalg." + fn + ": " + message);
+}
+
+std::pair<Array, Array> promoted(const std::string& fn, const Array& a, const Array& b) {
+  auto p = jnp::detail::promote("scipy.linalg." + fn, {a, b}, false, jnp::detail::Promote::Inexact);
+  return {p.args[0], p.args[1]};
+}
+
+// b as [..., n, k] (a vector becomes one column) and a, b broadcast to one batch shape.
+struct Operands {
+  Array a, b;
+  bool vector = false;
+};
+Operands solve_operands(const std::string& fn, const Array& a_in, const Array& b_in) {
+  auto [a, b] = promoted(fn, a_in, b_in);
+  if (a.ndim() < 2 || a.shape().back() != a.shape()[a.ndim() - 2])
+    fail(fn,
+         "a must be a square matrix or a batch of them, got shape " + shape_to_string(a.shape()));
+  const int64_t n = a.shape().back();
+  Operands o;
+  o.vector = b.ndim() == 1;
+  if (o.vector) b = jnp::expand_dims(b, -1);
+  if (b.ndim() < 2 || b.shape()[b.ndim() - 2] != n)
+    fail(fn, "b of shape " + shape_to_string(b_in.shape()) + " does not fit a of shape " +
+                 shape_to_string(a.shape()));
+  const Shape ab(a.shape().begin(), a.shape().end() - 2),
+      bb(b.shape().begin(), b.shape().end() - 2);
+  const Shape batch = jnp::detail::broadcast_shapes("scipy.linalg." + fn, {ab, bb});
+  Shape as = batch, bs = batch;
+  as.insert(as.end(), {n, n});
+  bs.insert(bs.end(), {n, b.shape().back()});
+  o.a = jnp::broadcast_to(a, as);
+  o.b = jnp::broadcast_to(b, bs);
+  return o;
+}
+
+Array finish(const Operands& o, const Array& x) {
+  return o.vector ? jnp::squeeze(x, -1) : x;
+}
+
+void check_trans(const std::string& fn, int trans) {
+  if (trans < 0 || trans > 2) fail(fn, "trans must be 0, 1 or 2, got " + std::to_string(trans));
+}
+
+}  // namespace
+
+Array solve_triangular(const Array& a, const Array& b, int trans, bool lower, bool unit_diagonal) {
+  check_trans("solve_triangular", trans);
+  const Operands o = solve_operands("solve_triangular", a, b);
+  return finish(o,
+                ll::triangular_solve(o.a, o.b, true, lower, trans != 0, trans == 2, unit_diagonal));
+}
+
+std::pair<Array, bool> cho_factor(const Array& a, bool lower) {
+  return {jnp::linalg::cholesky(a, !lower), lower};
+}
+
+Array cho_solve(const std::pair<Array, bool>& c_and_lower, const Array& b) {
+  const auto& [c, lower] = c_and_lower;
+  const Operands o = solve_operands("cho_solve", c, b);
+  // lower: L L^H x = b; upper: U^H U x = b.
+  const Array y = ll::triangular_solve(o.a, o.b, true, lower, !lower, !lower);
+  return finish(o, ll::triangular_solve(o.a, y, true, lower, lower, lower));
+}
+
+std::tuple<Array, Array, Array> lu(const Array& a_in, bool permute_l) {
+  const Array a =
+      jnp::detail::promote("scipy.linalg.lu", {a_in}, false, jnp::detail::Promote::Inexact).args[0];
+  auto [f, pivots, perm] = ll::lu(a);
+  const int64_t nd = a.ndim(), m = a.shape()[nd - 2], n = a.shape()[nd - 1], k = std::min(m, n);
+  std::vector<int64_t> start(static_cast<size_t>(nd), 0);
+  Shape l_lim = a.shape(), u_lim = a.shape();
+  l_lim[nd - 1] = k;
+  u_lim[nd - 2] = k;
+  const Array l =
+      jnp::add(jnp::tril(lax::slice(f, start, l_lim), -1), jnp::astype(jnp::eye(m, k), a.dtype()));
+  const Array u = jnp::triu(lax::slice(f, start, u_lim));
+  // a[perm] = L U, so a = P L U with P[perm[i], i] = 1.
+  const Array p = jnp::astype(jnp::swapaxes(jnp::one_hot(perm, m, DType::F32), -1, -2), a.dtype());
+  if (permute_l) return {jnp::matmul(p, l), u, Array()};
+  return {p, l, u};
+}
+
+std::pair<Array, Array> lu_factor(const Array& a_in) {
+  const Array a =
+      jnp::detail::promote("scipy.linalg.lu_factor", {a_in}, false, jnp::detail::Promote::Inexact)
+          .args[0];
+  auto [f, pivots, perm] = ll::lu(a);
+  return {f, pivots};
+}
+
+Array lu_solve(const std::pair<Array, Array>& lu_and_piv, const Array& b, int trans) {
+  check_trans("lu_solve", trans);
+  const auto& [f, piv] = lu_and_piv;
+  const Operands o = solve_operands("lu_solve", f, b);
+  const Array perm = ll::lu_pivots_to_permutation(
+      jnp::broadcast_to(piv, Shape(o.a.shape().begin(), o.a.shape().end() - 1)),
+      o.a.shape().back());
+  return finish(o, ll::detail::lu_solve(o.a, perm, o.b, trans));
+}
+
+std::pair<Array, Array> qr(const Array& a, const std::string& mode) {
+  if (mode != "full" && mode != "economic" && mode != "r")
+    fail("qr", "mode must be 'full', 'economic' or 'r', got '" + mode + "'");
+  const Array x =
+      jnp::detail::promote("scipy.linalg.qr", {a}, false, jnp::detail::Promote::Inexact).args[0];
+  if (x.ndim() < 2) fail("qr", "needs a matrix, got shape " + shape_to_string(x.shape()));
+  auto [q, r] = ll::qr(x, mode != "economic");
+  if (mode == "r") return {Array(), r};
+  return {q, r};
+}
+
+Array block_diag(const std::vector<Array>& arrays) {
+  if (arrays.empty()) return jnp::zeros({1, 0});
+  std::vector<ArrayLike> like(arrays.begin(), arrays.end());
+  const auto p = jnp::detail::promote("scipy.linalg.block_diag", like, false);
+  std::vector<Array> blocks;
+  int64_t cols = 0;
+  for (const Array& x : p.args) {
+    if (x.ndim() > 2)
+      fail("block_diag",
+           "arguments must have at most two dimensions, got shape " + shape_to_string(x.shape()));
+    blocks.push_back(jnp::atleast_2d(x));
+    cols += blocks.back().shape()[1];
+  }
+  std::vector<Array> rows;
+  int64_t left = 0;
+  for (const Array& b : blocks) {
+    const int64_t w = b.shape()[1];
+    rows.push_back(jnp::pad(b, {{0, 0}, {left, cols - left - w}}));
+    left += w;
+  }
+  return jnp::concatenate(rows, 0);
+}
+
+}  // namespace cujax::scipy::linalg
