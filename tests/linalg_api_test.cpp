@@ -260,6 +260,13 @@ TEST_P(LinalgTest, TriangularSolveEveryVariant) {
 namespace jl = cujax::numpy::linalg;
 namespace sl = cujax::scipy::linalg;
 
+Array mT(const Array& x) {
+  return jnp::swapaxes(x, -1, -2);
+}
+Array mH(const Array& x) {
+  return jnp::conj(mT(x));
+}
+
 // The determinant by Gaussian elimination with partial pivoting, in complex doubles.
 cd host_det(Mat a) {
   cd d = 1;
@@ -506,6 +513,168 @@ TEST(LinalgApi, BlockDiag) {
   EXPECT_EQ(d.shape(), (Shape{4, 6}));
   EXPECT_EQ(d.to_vector<float>(), (std::vector<float>{1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0,  //
                                                       0, 0, 5, 0, 0, 0, 0, 0, 0, 7, 7, 7}));
+}
+
+// ----- gradients against central finite differences, vmap against a loop
+
+// df/dx - i df/dy per element (JAX's convention for complex inputs) by central differences of
+// the jitted loss.
+template <class F>
+std::vector<cd> numeric_grad(F loss, const Array& x) {
+  auto f = jit(loss);
+  const std::vector<cd> x0 = values(x);
+  std::vector<cd> g(x0.size());
+  const double h = 1e-6;
+  const bool cplx = is_complex(x.dtype());
+  for (size_t i = 0; i < x0.size(); ++i)
+    for (int part = 0; part < (cplx ? 2 : 1); ++part) {
+      const cd step = part ? cd(0, h) : cd(h, 0);
+      double fv[2];
+      for (int sgn = 0; sgn < 2; ++sgn) {
+        std::vector<cd> xs = x0;
+        xs[i] += sgn ? -step : step;
+        std::vector<double> re, im;
+        for (cd v : xs) re.push_back(v.real()), im.push_back(v.imag());
+        Array xi = jnp::array(re, x.shape(), DType::F64);
+        if (cplx) xi = lax::complex(xi, jnp::array(im, x.shape(), DType::F64));
+        fv[sgn] = f(xi).template item<double>();
+      }
+      const double d = (fv[0] - fv[1]) / (2 * h);
+      g[i] += part ? cd(0, -d) : cd(d, 0);
+    }
+  return g;
+}
+
+template <class F>
+void expect_grad_matches(F loss, const Array& x, double tolerance = 1e-5) {
+  const std::vector<cd> got = values(grad(loss)(x));
+  const std::vector<cd> want = numeric_grad(loss, x);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_LT(std::abs(got[i] - want[i]), tolerance * std::max(1.0, std::abs(want[i])))
+        << "element " << i << ": " << got[i] << " vs " << want[i];
+}
+
+// A fixed real weighting that makes every output element matter.
+Array weights(const Shape& s, DType t) {
+  return jnp::astype(random(s, complex_component(t), 99), complex_component(t));
+}
+Array weighted_sum(const Array& y) {
+  const Array w = weights(y.shape(), y.dtype());
+  return jnp::sum(jnp::real(jnp::multiply(y, jnp::astype(w, y.dtype()))));
+}
+
+class LinalgGradTest : public ::testing::TestWithParam<DType> {};
+INSTANTIATE_TEST_SUITE_P(Dtypes, LinalgGradTest, ::testing::Values(DType::F64, DType::C128),
+                         [](const auto& info) {
+                           return info.param == DType::F64 ? "f64" : "c128";
+                         });
+
+TEST_P(LinalgGradTest, Cholesky) {
+  const DType t = GetParam();
+  expect_grad_matches([](const Array& a) { return weighted_sum(jl::cholesky(a)); },
+                      hpd({2, 3, 3}, t, 30));
+}
+
+TEST_P(LinalgGradTest, TriangularSolveBothOperands) {
+  const DType t = GetParam();
+  const Array a = random({3, 3}, t, 31) + jnp::astype(jnp::eye(3), t) * 3;
+  const Array b = random({3, 2}, t, 32);
+  for (bool lower : {true, false})
+    for (int trans : {0, 1, 2}) {
+      expect_grad_matches(
+          [&](const Array& x) { return weighted_sum(sl::solve_triangular(x, b, trans, lower)); },
+          a);
+      expect_grad_matches(
+          [&](const Array& x) { return weighted_sum(sl::solve_triangular(a, x, trans, lower)); },
+          b);
+    }
+  // The right side and a unit diagonal.
+  expect_grad_matches(
+      [&](const Array& x) {
+        return weighted_sum(ll::triangular_solve(x, mT(b), false, true, false, false, true));
+      },
+      a);
+}
+
+TEST_P(LinalgGradTest, LuSolveInvDet) {
+  const DType t = GetParam();
+  const Array a = random({2, 3, 3}, t, 33) + jnp::astype(jnp::eye(3), t) * 2;
+  const Array b = random({2, 3, 2}, t, 34);
+  expect_grad_matches([](const Array& x) { return weighted_sum(std::get<0>(ll::lu(x))); }, a);
+  expect_grad_matches([&](const Array& x) { return weighted_sum(jl::solve(x, b)); }, a);
+  expect_grad_matches([](const Array& x) { return weighted_sum(jl::inv(x)); }, a);
+  expect_grad_matches([](const Array& x) { return weighted_sum(jl::det(x)); }, a);
+  expect_grad_matches([](const Array& x) { return weighted_sum(jl::slogdet(x).second); }, a);
+}
+
+TEST_P(LinalgGradTest, Eigh) {
+  const DType t = GetParam();
+  const Array a = hpd({2, 3, 3}, t, 35);
+  // Eigenvalues, and the eigenvectors through V diag(d) V^H (unchanged by their phases).
+  expect_grad_matches([](const Array& x) { return weighted_sum(jl::eigvalsh(x)); }, a);
+  expect_grad_matches(
+      [](const Array& x) {
+        auto [w, v] = jl::eigh(x);
+        const Array d = jnp::astype(jnp::array({1.0, -2.0, 0.5}), v.dtype());
+        return weighted_sum(jnp::matmul(jnp::multiply(v, d), mH(v)));
+      },
+      a, 1e-4);
+}
+
+TEST_P(LinalgGradTest, Svd) {
+  const DType t = GetParam();
+  for (const Shape& s : {Shape{4, 3}, Shape{3, 4}, Shape{3, 3}}) {
+    const Array a = random(s, t, 36);
+    expect_grad_matches([](const Array& x) { return weighted_sum(ll::svd(x, false, false).s); }, a);
+    expect_grad_matches(
+        [](const Array& x) {
+          const ll::SvdResult r = ll::svd(x, false);
+          const Array d = jnp::astype(jnp::array({1.0, -2.0, 0.5}), x.dtype());
+          return weighted_sum(jnp::matmul(jnp::multiply(r.u, d), r.vh));
+        },
+        a, 1e-4);
+  }
+}
+
+TEST(LinalgApi, GradOfQrIsRefused) {
+  auto g = grad([](const Array& x) { return jnp::sum(jl::qr(x).second); });
+  try {
+    g(jnp::eye(3));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("geqrf"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(LinalgTest, VmapMatchesLoop) {
+  const DType t = GetParam();
+  const Array a = hpd({3, 4, 4}, t, 40);
+  const Array b = random({3, 4, 2}, t, 41);
+  const auto per_element = [&](auto f, const Array& x) {
+    std::vector<Array> outs;
+    for (int64_t i = 0; i < 3; ++i) outs.push_back(f(x[i]));
+    return jnp::stack(outs);
+  };
+  const auto check = [&](auto f, const Array& x, const char* what) {
+    const Array got = vmap(f)(x);
+    const Array want = per_element(f, x);
+    ASSERT_EQ(got.shape(), want.shape()) << what;
+    const std::vector<cd> g = values(got), w = values(want);
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_LT(std::abs(g[i] - w[i]), tol(t) * 10) << what;
+  };
+  check([](const Array& x) { return jl::cholesky(x); }, a, "cholesky");
+  check([](const Array& x) { return jl::det(x); }, a, "det");
+  check([](const Array& x) { return jl::inv(x); }, a, "inv");
+  check([](const Array& x) { return jl::eigvalsh(x); }, a, "eigvalsh");
+  check([](const Array& x) { return ll::svd(x, false, false).s; }, a, "svd");
+  check([](const Array& x) { return jl::qr(x, "r").second; }, a, "qr");
+  check([](const Array& x) { return std::get<0>(ll::lu(x)); }, a, "lu");
+  // A batched right-hand side against one matrix: the matrix is broadcast over the batch.
+  const Array a0 = a[0];
+  check([&](const Array& y) { return sl::solve_triangular(a0, y, 0, true); }, b, "trsm");
+  // vmap of a batched call: the mapped dimension joins the call's own batch.
+  check([](const Array& x) { return jl::cholesky(jnp::stack({x, x})); }, a, "nested");
 }
 
 TEST(LinalgApi, PivotsToPermutationAppliesSwapsInOrder) {

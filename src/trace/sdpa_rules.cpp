@@ -1,9 +1,10 @@
 // The VJP and batching rules of cuDNN attention's custom calls (compiler/sdpa_call.h). The VJP
 // of the forward is the backward call on the forward's stats; vmap folds the mapped dimension
-// into the batch B. Of the other custom calls only @Sharding (with_sharding_constraint) has a
-// VJP.
+// into the batch B. Of the other custom calls @Sharding (with_sharding_constraint) has a VJP,
+// and lax.linalg's lapack_*_ffi calls have theirs and their batching (trace/linalg_rules.cpp).
 #include "compiler/sdpa_call.h"
 #include "trace/batching_rules.h"
+#include "trace/linalg_rules.h"
 #include "trace/vjp_rules.h"
 
 namespace cujax::trace {
@@ -32,6 +33,7 @@ OpSpec call_like(const ir::Operation& op, std::string_view target,
 }
 
 std::vector<std::optional<Array>> sdpa_vjp(const VjpArgs& a) {
+  if (is_linalg_call(a.op)) return linalg_vjp(a);
   // with_sharding_constraint: the cotangent is constrained the same way (as JAX's transpose).
   if (target_of(a.op) == "Sharding" && a.operands.size() == 1)
     return {trace::bind(call_like(a.op, "Sharding", {type_of(a.cts[0])}), {a.cts[0]})[0]};
@@ -68,6 +70,7 @@ std::vector<std::optional<Array>> sdpa_vjp(const VjpArgs& a) {
 }
 
 std::vector<Batched> sdpa_batch(const BatchArgs& a) {
+  if (is_linalg_call(a.op)) return linalg_batch(a);
   if (compiler::sdpa_target(a.op).empty())
     throw Error("vmap of stablehlo.custom_call @" + target_of(a.op) + " is not supported");
   const compiler::SdpaCall call = compiler::sdpa_call(a.op);
