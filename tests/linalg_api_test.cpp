@@ -637,10 +637,45 @@ TEST_P(LinalgGradTest, Svd) {
   }
 }
 
-TEST(LinalgApi, GradOfQrIsRefused) {
+TEST_P(LinalgGradTest, Qr) {
+  const DType t = GetParam();
+  for (const Shape& s : {Shape{2, 4, 3}, Shape{3, 3}})
+    for (const std::string mode : {"reduced", "complete"}) {
+      if (mode == "complete" && s[s.size() - 2] != s.back()) continue;
+      const Array a = random(s, t, 37);
+      expect_grad_matches([&](const Array& x) { return weighted_sum(jl::qr(x, mode).second); }, a);
+      expect_grad_matches([&](const Array& x) { return weighted_sum(jl::qr(x, mode).first); }, a);
+    }
+}
+
+// jvp is the transposed VJP: the rules' own ops must be differentiable.
+TEST(LinalgApi, JvpMatchesDirectionalDifference) {
+  const Array a = hpd({3, 3}, DType::F64, 38);
+  const Array da = random({3, 3}, DType::F64, 39);
+  const auto check = [&](auto f, const char* what) {
+    const Array tangent = jvp(f, a, da).second;
+    auto jf = jit(f);
+    const double h = 1e-6;
+    const std::vector<double> up = jf(a + da * h).template to_vector<double>();
+    const std::vector<double> down = jf(a - da * h).template to_vector<double>();
+    const std::vector<double> got = tangent.to_vector<double>();
+    ASSERT_EQ(got.size(), up.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], (up[i] - down[i]) / (2 * h), 1e-5 * std::max(1.0, std::abs(got[i])))
+          << what << " " << i;
+  };
+  check([](const Array& x) { return jl::cholesky(x); }, "cholesky");
+  check([](const Array& x) { return jl::det(x); }, "det");
+  check([](const Array& x) { return jl::eigvalsh(x); }, "eigvalsh");
+  check([](const Array& x) { return jl::qr(x).second; }, "qr");
+  check([](const Array& x) { return ll::svd(x, false, false).s; }, "svd");
+}
+
+TEST(LinalgApi, GradOfWideQrIsRefused) {
+  // As in JAX: QR is differentiable only where R is square (m >= n).
   auto g = grad([](const Array& x) { return jnp::sum(jl::qr(x).second); });
   try {
-    g(jnp::eye(3));
+    g(jnp::ones({2, 3}));
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("geqrf"), std::string::npos) << e.what();

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "cujax/grad.h"
 #include "cujax/linalg.h"
 #include "cujax/numpy.h"
 #include "lax/util.h"
@@ -247,9 +248,10 @@ Array householder_product(const Array& a, const Array& taus) {
   return lapack_call(c, {a, taus})[0];
 }
 
-std::pair<Array, Array> qr(const Array& x, bool full_matrices) {
+namespace {
+
+std::pair<Array, Array> qr_factors(const Array& x, bool full_matrices) {
   const std::string op = "linalg.qr";
-  check_matrix(op, x, false);
   const int64_t m = x.shape()[x.ndim() - 2], n = x.shape()[x.ndim() - 1];
   const int64_t k = std::min(m, n);
   CallSpec c;
@@ -282,6 +284,64 @@ std::pair<Array, Array> qr(const Array& x, bool full_matrices) {
     rr = lax::slice(rr, start, limit);
   }
   return {q, numpy::triu(rr)};
+}
+
+// qr_jvp_rule: with X = Q^H dx R^-1 and O = tril(X, -1) - tril(X, -1)^H (plus X's imaginary
+// diagonal), dQ = Q (O - X) + dx R^-1 and dR = (X - O) R.
+std::pair<Array, Array> qr_jvp(const Array& q, const Array& r, const Array& dx) {
+  const Array dx_rinv = triangular_solve(r, dx);
+  const Array x = numpy::matmul(adjoint(q), dx_rinv);
+  const Array lower = numpy::tril(x, -1);
+  Array o = numpy::subtract(lower, adjoint(lower));
+  if (is_complex(x.dtype())) {
+    const Array eye = numpy::astype(numpy::eye(x.shape().back()), x.dtype());
+    o = numpy::add(
+        o, numpy::multiply(eye, numpy::subtract(x, numpy::astype(numpy::real(x), x.dtype()))));
+  }
+  return {numpy::add(numpy::matmul(q, numpy::subtract(o, x)), dx_rinv),
+          numpy::matmul(numpy::subtract(x, o), r)};
+}
+
+}  // namespace
+
+std::pair<Array, Array> qr(const Array& x, bool full_matrices) {
+  check_matrix("linalg.qr", x, false);
+  const int64_t m = x.shape()[x.ndim() - 2], n = x.shape().back();
+  // JAX differentiates QR where R is square and invertible (m >= n, reduced or m == n); there
+  // the factors travel as one array [Q; R] through a custom_vjp whose backward pass transposes
+  // the JVP. Elsewhere grad stops at the geqrf call with its error.
+  if (m < n || (full_matrices && m != n)) return qr_factors(x, full_matrices);
+  const auto packed = [full_matrices](const Array& a) {
+    auto [q, r] = qr_factors(a, full_matrices);
+    return numpy::concatenate({q, r}, -2);
+  };
+  const auto fwd = [full_matrices](const Array& a) {
+    auto [q, r] = qr_factors(a, full_matrices);
+    return std::pair<Array, std::vector<Array>>(numpy::concatenate({q, r}, -2), {q, r});
+  };
+  const auto bwd = [m](const std::vector<Array>& res, const Array& g) {
+    Shape xs = res[0].shape();
+    xs.back() = res[1].shape().back();
+    const Array dx = trace::fresh(numpy::zeros(xs, res[0].dtype()));
+    const trace::Mark mark = trace::mark();
+    auto [dq, dr] = qr_jvp(res[0], res[1], dx);
+    const int64_t nd = g.ndim();
+    std::vector<int64_t> start(static_cast<size_t>(nd), 0);
+    Shape mid = g.shape();
+    mid[nd - 2] = m;
+    std::vector<int64_t> rstart = start;
+    rstart[nd - 2] = m;
+    const Array q_ct = lax::slice(g, start, mid), r_ct = lax::slice(g, rstart, g.shape());
+    return trace::backward(trace::ops_since(mark), {dx}, {dq, dr}, {q_ct, r_ct});
+  };
+  const Array both = custom_vjp(packed, fwd, bwd)(x);
+  const int64_t nd = x.ndim();
+  std::vector<int64_t> start(static_cast<size_t>(nd), 0);
+  Shape mid = both.shape();
+  mid[nd - 2] = m;
+  std::vector<int64_t> rstart = start;
+  rstart[nd - 2] = m;
+  return {lax::slice(both, start, mid), lax::slice(both, rstart, both.shape())};
 }
 
 std::pair<Array, Array> eigh(const Array& x_in, bool lower, bool symmetrize_input) {
