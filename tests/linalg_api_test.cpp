@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "cujax/grad.h"
+#include "cujax/ir/parser.h"
 #include "cujax/jit.h"
 #include "cujax/lax.h"
 #include "cujax/linalg.h"
 #include "cujax/numpy.h"
+#include "cujax/runtime/backend.h"
 #include "cujax/vmap.h"
 
 namespace cujax {
@@ -508,6 +510,62 @@ TEST_P(LinalgTest, ScipySolvers) {
   }
 }
 
+TEST_P(LinalgTest, EigSchurHessenberg) {
+  const DType t = GetParam();
+  const Array a = random({2, 4, 4}, t, 26);
+  const auto as = mats(a);
+  const ll::EigResult e = ll::eig(a);
+  EXPECT_EQ(e.w.dtype(), is_complex(t) ? t : to_complex(t));
+  const auto ws = mats(e.w, true), vls = mats(e.vl), vrs = mats(e.vr);
+  for (size_t k = 0; k < 2; ++k) {
+    const Mat d = diag(ws[k], 4, 4);
+    EXPECT_LT(max_diff(mul(as[k], vrs[k]), mul(vrs[k], d)), tol(t) * 50);
+    EXPECT_LT(max_diff(mul(adj(vls[k]), as[k]), mul(d, adj(vls[k]))), tol(t) * 50);
+  }
+  auto [w2, v2] = jl::eig(a);
+  EXPECT_LT(max_diff(mats(w2, true)[1], ws[1]), tol(t) * 10);
+  EXPECT_LT(max_diff(mats(jl::eigvals(a), true)[1], ws[1]), tol(t) * 10);
+  EXPECT_FALSE(ll::eig(a, false, false).vr.valid());
+  for (const std::string output : {"real", "complex"}) {
+    auto [tm, z] = sl::schur(a, output);
+    const auto ts = mats(tm), zs = mats(z);
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_LT(max_diff(mul(mul(zs[k], ts[k]), adj(zs[k])), as[k]), tol(t) * 50) << output;
+      EXPECT_LT(max_diff(mul(adj(zs[k]), zs[k]), eye(4)), tol(t) * 10);
+      // Triangular, but for the 2x2 blocks of a real Schur form.
+      const int64_t below = output == "real" && !is_complex(t) ? 2 : 1;
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j + below <= i; ++j) EXPECT_EQ(ts[k](i, j), cd(0)) << output;
+    }
+  }
+  auto [h, q] = sl::hessenberg(a, true);
+  const auto hs = mats(h), qs = mats(q);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_LT(max_diff(mul(mul(qs[k], hs[k]), adj(qs[k])), as[k]), tol(t) * 50);
+    EXPECT_LT(max_diff(mul(adj(qs[k]), qs[k]), eye(4)), tol(t) * 10);
+    for (int64_t i = 2; i < 4; ++i)
+      for (int64_t j = 0; j + 1 < i; ++j) EXPECT_EQ(hs[k](i, j), cd(0));
+  }
+}
+
+TEST_P(LinalgTest, TensorSolveAndInv) {
+  const DType t = GetParam();
+  const Array a =
+      random({2, 3, 6}, t, 27) + jnp::reshape(jnp::astype(jnp::eye(6), t), {2, 3, 6}) * 3;
+  const Array b = random({2, 3}, t, 28);
+  const Array x = jl::tensorsolve(a, b);
+  EXPECT_EQ(x.shape(), (Shape{6}));
+  EXPECT_LT(max_diff(mats(jnp::reshape(jnp::tensordot(a, x, 1), {6, 1}))[0],
+                     mats(jnp::reshape(b, {6, 1}))[0]),
+            tol(t) * 10);
+  const Array sq = jnp::reshape(a, {2, 3, 3, 2});
+  const Array inv = jl::tensorinv(sq, 2);
+  EXPECT_EQ(inv.shape(), (Shape{3, 2, 2, 3}));
+  EXPECT_LT(max_diff(mats(jnp::reshape(jnp::tensordot(inv, sq, 2), {6, 6}))[0], eye(6)),
+            tol(t) * 10);
+  EXPECT_THROW(jl::tensorinv(a, 1), Error);
+}
+
 TEST(LinalgApi, BlockDiag) {
   const Array d = sl::block_diag({jnp::ones({2, 2}), jnp::array({5.0}), jnp::full({1, 3}, 7)});
   EXPECT_EQ(d.shape(), (Shape{4, 6}));
@@ -747,6 +805,17 @@ TEST(LinalgApi, LoweredCholeskyUsesJaxTarget) {
   EXPECT_NE(text.find("uplo = 76 : ui8"), std::string::npos) << text;
   EXPECT_NE(text.find("operand_layouts = [dense<[0, 1]> : tensor<2xindex>]"), std::string::npos)
       << text;
+  // The printed program parses back and runs on the cpu backend (a program JAX would run too).
+  const Array a = hpd({4, 4}, DType::F32, 42);
+  auto module = ir::parse_module(text);
+  const std::vector<HostTensor> in{a.to_host()};
+  const std::vector<HostTensor> out =
+      runtime::get_backend("cpu").compile(*module)->execute_on_host(in);
+  ASSERT_EQ(out.size(), 1u);
+  const std::vector<float> got = out[0].to_vector<float>();
+  const std::vector<float> want = jnp::linalg::cholesky(a).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
   const std::string batched = f.lower(ShapeDtype{{3, 4, 4}, DType::C128}).as_text();
   EXPECT_NE(batched.find("@lapack_zpotrf_ffi"), std::string::npos) << batched;
   EXPECT_NE(batched.find("dense<[1, 2, 0]> : tensor<3xindex>"), std::string::npos) << batched;

@@ -56,6 +56,22 @@ struct SvdResult {
 };
 SvdResult svd(const Array& x, bool full_matrices = true, bool compute_uv = true);
 
+// Eigenvalues w and left/right eigenvectors (complex, unit 2-norm columns) of a general x:
+// x vr = vr diag(w), vl^H x = diag(w) vl^H. Vectors not asked for are invalid Arrays.
+struct EigResult {
+  Array w, vl, vr;
+};
+EigResult eig(const Array& x, bool compute_left_eigenvectors = true,
+              bool compute_right_eigenvectors = true);
+
+// The Schur form x = vs t vs^H: (t, vs); t quasi-upper-triangular for real x (2x2 blocks for
+// complex pairs), upper triangular for complex x. Without vectors vs is invalid.
+std::pair<Array, Array> schur(const Array& x, bool compute_schur_vectors = true);
+
+// Reduction to upper Hessenberg form (LAPACK's gehrd): (a, taus) with the Hessenberg matrix on
+// and above the first subdiagonal and the reflectors below it.
+std::pair<Array, Array> hessenberg(const Array& a);
+
 // Solves op(a) x = b (left_side) or x op(a) = b for triangular a [..., k, k]; op transposes
 // and/or conjugates a. Only the triangle `lower` names is read; unit_diagonal: its diagonal is
 // taken to be ones. a and b have the same batch dimensions.
@@ -78,6 +94,9 @@ lax::linalg::SvdResult svd(const Array& a, bool full_matrices = true, bool compu
 std::pair<Array, Array> eigh(const Array& a, const std::string& UPLO = "L",
                              bool symmetrize_input = true);
 Array eigvalsh(const Array& a, const std::string& UPLO = "L");
+// (eigenvalues, right eigenvectors), both complex.
+std::pair<Array, Array> eig(const Array& a);
+Array eigvals(const Array& a);
 // a [..., n, n]; b [..., n] or [..., n, k] (broadcast over the batch dimensions).
 Array solve(const Array& a, const Array& b);
 Array inv(const Array& a);
@@ -99,6 +118,11 @@ Array norm(const Array& x, const NormOrd& ord = {},
            const std::optional<std::vector<int64_t>>& axis = {}, bool keepdims = false);
 Array cond(const Array& x, const NormOrd& p = {});
 Array multi_dot(const std::vector<Array>& arrays);
+// x with tensordot(a, x, x.ndim) == b; axes of a are first moved to the end.
+Array tensorsolve(const Array& a, const Array& b,
+                  const std::optional<std::vector<int64_t>>& axes = std::nullopt);
+// The inverse of a seen as a matrix of its first `ind` axes by the rest.
+Array tensorinv(const Array& a, int64_t ind = 2);
 
 }  // namespace cujax::numpy::linalg
 
@@ -117,5 +141,9 @@ Array lu_solve(const std::pair<Array, Array>& lu_and_piv, const Array& b, int tr
 // mode "full", "economic" or "r" (q invalid).
 std::pair<Array, Array> qr(const Array& a, const std::string& mode = "full");
 Array block_diag(const std::vector<Array>& arrays);
+// (T, Z) with a = Z T Z^H; output "complex" converts a real a first (triangular T).
+std::pair<Array, Array> schur(const Array& a, const std::string& output = "real");
+// (H, Q) with a = Q H Q^H, H upper Hessenberg; without calc_q, Q is invalid.
+std::pair<Array, Array> hessenberg(const Array& a, bool calc_q = false);
 
 }  // namespace cujax::scipy::linalg

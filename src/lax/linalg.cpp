@@ -93,6 +93,8 @@ std::vector<Array> lapack_call(const CallSpec& c, const std::vector<Array>& oper
   std::vector<ir::NamedAttribute> config;
   for (const auto& [k, v] : c.config)
     config.push_back({k, ir::Attribute::integer_attr(v, DType::U8)});
+  for (const auto& [k, v] : c.config_i32)
+    config.push_back({k, ir::Attribute::integer_attr(v, DType::I32)});
   s.attributes.push_back({"call_target_name", ir::Attribute::string_attr(c.target)});
   s.attributes.push_back({"mhlo.backend_config", dictionary(std::move(config))});
   if (c.batch_attr) {

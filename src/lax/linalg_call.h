@@ -15,6 +15,7 @@ namespace cujax::lax::linalg::detail {
 struct CallSpec {
   std::string target;
   std::vector<std::pair<std::string, char>> config;  // mhlo.backend_config, as ui8 characters
+  std::vector<std::pair<std::string, int32_t>> config_i32;  // and as i32 integers
   std::vector<ir::Type> results;
   std::vector<bool> operand_matrix, result_matrix;  // column-major matrices (JAX's layouts)
   int alias_operand = -1;                           // the operand result 0 overwrites

@@ -98,6 +98,19 @@ Array eigvalsh(const Array& a, const std::string& UPLO) {
   return eigh(a, UPLO).first;
 }
 
+std::pair<Array, Array> eig(const Array& a_in) {
+  const Array a = inexact("eig", a_in);
+  need_matrix("eig", a, true);
+  const ll::EigResult r = ll::eig(a, false, true);
+  return {r.w, r.vr};
+}
+
+Array eigvals(const Array& a_in) {
+  const Array a = inexact("eigvals", a_in);
+  need_matrix("eigvals", a, true);
+  return ll::eig(a, false, false).w;
+}
+
 Array solve(const Array& a_in, const Array& b_in) {
   auto p = detail::promote("linalg.solve", {a_in, b_in}, false, detail::Promote::Inexact);
   const Array &a = p.args[0], &b0 = p.args[1];
@@ -306,6 +319,42 @@ Array multi_dot(const std::vector<Array>& arrays) {
   Array acc = arrays[0];
   for (size_t i = 1; i < arrays.size(); ++i) acc = matmul(acc, arrays[i]);
   return acc;
+}
+
+Array tensorsolve(const Array& a_in, const Array& b_in,
+                  const std::optional<std::vector<int64_t>>& axes) {
+  auto p = detail::promote("linalg.tensorsolve", {a_in, b_in}, false, detail::Promote::Inexact);
+  Array a = p.args[0];
+  const Array& b = p.args[1];
+  if (axes) {
+    std::vector<int64_t> dst;
+    for (size_t i = 0; i < axes->size(); ++i)
+      dst.push_back(a.ndim() - static_cast<int64_t>(axes->size()) + static_cast<int64_t>(i));
+    a = moveaxis(a, *axes, dst);
+  }
+  const Shape q(a.shape().begin() + std::min<int64_t>(b.ndim(), a.ndim()), a.shape().end());
+  if (b.ndim() > a.ndim() || Shape(a.shape().begin(), a.shape().begin() + b.ndim()) != b.shape() ||
+      num_elements(q) != b.size())
+    fail("linalg.tensorsolve", "a of shape " + shape_to_string(a.shape()) +
+                                   " does not fit b of shape " + shape_to_string(b.shape()) +
+                                   " (a must be b.shape + x.shape with x.size == b.size)");
+  return reshape(solve(reshape(a, {b.size(), b.size()}), ravel(b)), q);
+}
+
+Array tensorinv(const Array& a_in, int64_t ind) {
+  const Array a = inexact("tensorinv", a_in);
+  if (ind <= 0 || ind >= a.ndim())
+    fail("linalg.tensorinv", "ind must be in [1, " + std::to_string(a.ndim() - 1) + "], got " +
+                                 std::to_string(ind) + " for shape " + shape_to_string(a.shape()));
+  const Shape first(a.shape().begin(), a.shape().begin() + ind);
+  const Shape rest(a.shape().begin() + ind, a.shape().end());
+  if (num_elements(first) != num_elements(rest))
+    fail("linalg.tensorinv", "the first " + std::to_string(ind) + " axes of shape " +
+                                 shape_to_string(a.shape()) +
+                                 " do not hold as many elements as the others");
+  Shape out = rest;
+  out.insert(out.end(), first.begin(), first.end());
+  return reshape(inv(reshape(a, {num_elements(first), num_elements(rest)})), out);
 }
 
 }  // namespace cujax::numpy::linalg

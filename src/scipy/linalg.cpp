@@ -147,4 +147,34 @@ Array block_diag(const std::vector<Array>& arrays) {
   return jnp::concatenate(rows, 0);
 }
 
+std::pair<Array, Array> schur(const Array& a_in, const std::string& output) {
+  if (output != "real" && output != "complex")
+    fail("schur", "output must be 'real' or 'complex', got '" + output + "'");
+  Array a = jnp::detail::promote("scipy.linalg.schur", {a_in}, false, jnp::detail::Promote::Inexact)
+                .args[0];
+  if (output == "complex" && !is_complex(a.dtype())) a = jnp::astype(a, to_complex(a.dtype()));
+  return ll::schur(a);
+}
+
+std::pair<Array, Array> hessenberg(const Array& a_in, bool calc_q) {
+  const Array a =
+      jnp::detail::promote("scipy.linalg.hessenberg", {a_in}, false, jnp::detail::Promote::Inexact)
+          .args[0];
+  auto [f, taus] = ll::hessenberg(a);
+  const Array h = jnp::triu(f, -1);
+  if (!calc_q) return {h, Array()};
+  // Q = diag(1, Q') with Q' the product of the reflectors below the subdiagonal.
+  const int64_t nd = f.ndim(), n = f.shape().back();
+  std::vector<int64_t> start(static_cast<size_t>(nd), 0);
+  start[nd - 2] = 1;
+  Shape limit = f.shape();
+  limit[nd - 1] = n - 1;
+  const Array q1 = ll::householder_product(lax::slice(f, start, limit), taus);
+  std::vector<lax::PadConfig> pad(static_cast<size_t>(nd));
+  pad[nd - 2].low = 1;
+  pad[nd - 1].low = 1;
+  Array q = lax::pad(q1, lax::full({}, 0, f.dtype()), pad);
+  return {h, jnp::at_set(q, {jnp::Ellipsis, 0, 0}, 1)};
+}
+
 }  // namespace cujax::scipy::linalg
