@@ -763,6 +763,10 @@ TEST_P(LinalgTest, VmapMatchesLoop) {
   check([](const Array& x) { return ll::svd(x, false, false).s; }, a, "svd");
   check([](const Array& x) { return jl::qr(x, "r").second; }, a, "qr");
   check([](const Array& x) { return std::get<0>(ll::lu(x)); }, a, "lu");
+  check([](const Array& x) { return jl::eigvals(x); }, a, "eigvals");
+  check([](const Array& x) { return ll::schur(x).first; }, a, "schur");
+  check([](const Array& x) { return ll::hessenberg(x).first; }, a, "hessenberg");
+  check([](const Array& x) { return std::get<0>(jl::lstsq(x, jnp::ones({4}))); }, a, "lstsq");
   // A batched right-hand side against one matrix: the matrix is broadcast over the batch.
   const Array a0 = a[0];
   check([&](const Array& y) { return sl::solve_triangular(a0, y, 0, true); }, b, "trsm");
