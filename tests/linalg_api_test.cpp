@@ -566,6 +566,51 @@ TEST_P(LinalgTest, TensorSolveAndInv) {
   EXPECT_THROW(jl::tensorinv(a, 1), Error);
 }
 
+// The m x m tridiagonal matrix of dl (from its second element), d and du.
+Mat tridiagonal_matrix(const Mat& dl, const Mat& d, const Mat& du) {
+  const int64_t m = d.rows;
+  Mat a(m, m);
+  for (int64_t i = 0; i < m; ++i) {
+    a(i, i) = d(i, 0);
+    if (i > 0) a(i, i - 1) = dl(i, 0);
+    if (i + 1 < m) a(i, i + 1) = du(i, 0);
+  }
+  return a;
+}
+
+TEST_P(LinalgTest, TridiagonalSolveAndReduction) {
+  const DType t = GetParam();
+  const Array dl = random({2, 5}, t, 50), du = random({2, 5}, t, 51);
+  const Array d = random({2, 5}, t, 52) + 4;
+  const Array b = random({2, 5, 3}, t, 53);
+  const auto xs = mats(ll::tridiagonal_solve(dl, d, du, b));
+  const auto dls = mats(dl, true), ds = mats(d, true), dus = mats(du, true), bs = mats(b);
+  for (size_t k = 0; k < 2; ++k)
+    EXPECT_LT(max_diff(mul(tridiagonal_matrix(dls[k], ds[k], dus[k]), xs[k]), bs[k]), tol(t) * 10);
+  // A singular system (a zero row) gives NaNs.
+  const Array z = jnp::zeros({1, 5}, t);
+  const std::vector<cd> nan = values(ll::tridiagonal_solve(z, z, z, jnp::ones({1, 5, 1}, t)));
+  for (cd v : nan) EXPECT_TRUE(std::isnan(v.real()));
+  // T = Q^H A Q has A's eigenvalues.
+  const Array a = hpd({2, 4, 4}, t, 54);
+  for (bool lower : {true, false}) {
+    const ll::TridiagonalResult r = ll::tridiagonal(a, lower);
+    EXPECT_EQ(r.d.dtype(), complex_component(t));
+    const auto dd = mats(r.d, true), ee = mats(r.e, true), ws = mats(jl::eigvalsh(a), true);
+    for (size_t k = 0; k < 2; ++k) {
+      Mat sub(4, 1);
+      for (int64_t i = 1; i < 4; ++i) sub(i, 0) = ee[k](i - 1, 0);
+      Mat sup(4, 1);
+      for (int64_t i = 0; i < 3; ++i) sup(i, 0) = ee[k](i, 0);
+      const Mat tm = tridiagonal_matrix(sub, dd[k], sup);
+      std::vector<double> re;
+      for (cd v : tm.v) re.push_back(v.real());
+      const Array tarr = jnp::array(re, Shape{4, 4}, DType::F64);
+      EXPECT_LT(max_diff(mats(jl::eigvalsh(tarr), true)[0], ws[k]), tol(t) * 50) << lower;
+    }
+  }
+}
+
 TEST(LinalgApi, BlockDiag) {
   const Array d = sl::block_diag({jnp::ones({2, 2}), jnp::array({5.0}), jnp::full({1, 3}, 7)});
   EXPECT_EQ(d.shape(), (Shape{4, 6}));
@@ -729,6 +774,21 @@ TEST(LinalgApi, JvpMatchesDirectionalDifference) {
   check([](const Array& x) { return ll::svd(x, false, false).s; }, "svd");
 }
 
+TEST_P(LinalgGradTest, TridiagonalSolveAllOperands) {
+  const DType t = GetParam();
+  const Array dl = random({2, 4}, t, 55), du = random({2, 4}, t, 56);
+  const Array d = random({2, 4}, t, 57) + 4;
+  const Array b = random({2, 4, 2}, t, 58);
+  expect_grad_matches(
+      [&](const Array& x) { return weighted_sum(ll::tridiagonal_solve(x, d, du, b)); }, dl);
+  expect_grad_matches(
+      [&](const Array& x) { return weighted_sum(ll::tridiagonal_solve(dl, x, du, b)); }, d);
+  expect_grad_matches(
+      [&](const Array& x) { return weighted_sum(ll::tridiagonal_solve(dl, d, x, b)); }, du);
+  expect_grad_matches(
+      [&](const Array& x) { return weighted_sum(ll::tridiagonal_solve(dl, d, du, x)); }, b);
+}
+
 TEST(LinalgApi, GradOfWideQrIsRefused) {
   // As in JAX: QR is differentiable only where R is square (m >= n).
   auto g = grad([](const Array& x) { return jnp::sum(jl::qr(x).second); });
@@ -766,6 +826,12 @@ TEST_P(LinalgTest, VmapMatchesLoop) {
   check([](const Array& x) { return jl::eigvals(x); }, a, "eigvals");
   check([](const Array& x) { return ll::schur(x).first; }, a, "schur");
   check([](const Array& x) { return ll::hessenberg(x).first; }, a, "hessenberg");
+  check([](const Array& x) { return ll::tridiagonal(x).d; }, a, "tridiagonal");
+  check(
+      [](const Array& x) {
+        return ll::tridiagonal_solve(x[0], x[1] + 4, x[2], jnp::expand_dims(x[3], -1));
+      },
+      a, "tridiagonal_solve");
   check([](const Array& x) { return std::get<0>(jl::lstsq(x, jnp::ones({4}))); }, a, "lstsq");
   // A batched right-hand side against one matrix: the matrix is broadcast over the batch.
   const Array a0 = a[0];

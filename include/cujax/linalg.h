@@ -72,6 +72,19 @@ std::pair<Array, Array> schur(const Array& x, bool compute_schur_vectors = true)
 // and above the first subdiagonal and the reflectors below it.
 std::pair<Array, Array> hessenberg(const Array& a);
 
+// Reduction of a Hermitian a to real symmetric tridiagonal form Q^H a Q = T (sytrd / hetrd):
+// arr holds the reflectors in the triangle `lower` names, d [..., n] T's diagonal and
+// e [..., n-1] its off-diagonal (both real), taus [..., n-1] the reflectors' scales.
+struct TridiagonalResult {
+  Array arr, d, e, taus;
+};
+TridiagonalResult tridiagonal(const Array& a, bool lower = true);
+
+// Solves the tridiagonal system A x = b, A with sub-diagonal dl (dl[..., 0] unused), diagonal d
+// and super-diagonal du (du[..., m-1] unused), each [..., m]; b [..., m, n]. A singular system
+// gives NaNs.
+Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const Array& b);
+
 // Solves op(a) x = b (left_side) or x op(a) = b for triangular a [..., k, k]; op transposes
 // and/or conjugates a. Only the triangle `lower` names is read; unit_diagonal: its diagonal is
 // taken to be ones. a and b have the same batch dimensions.

@@ -104,13 +104,18 @@ std::vector<Array> lapack_call(const CallSpec& c, const std::vector<Array>& oper
          dictionary({{"num_batch_dims", ir::Attribute::string_attr(std::to_string(nb))}})});
   }
   s.attributes.push_back({"operand_layouts", layouts(in_types, c.operand_matrix)});
-  if (c.alias_operand >= 0)
-    s.attributes.push_back(
-        {"output_operand_aliases",
-         ir::Attribute::array({ir::Attribute::opaque(
-             "#stablehlo.output_operand_alias<output_tuple_indices = [" +
-             std::string(c.results.size() > 1 ? "0" : "") + "], operand_index = " +
-             std::to_string(c.alias_operand) + ", operand_tuple_indices = []>")})});
+  // Result i overwrites operand i (result 0 only, or every operand with alias_each).
+  std::vector<ir::AttrRef> aliases;
+  const int n_alias = c.alias_each ? static_cast<int>(operands.size()) : c.alias_operand >= 0;
+  for (int i = 0; i < n_alias; ++i) {
+    const int operand = c.alias_each ? i : c.alias_operand;
+    const std::string out = c.results.size() > 1 ? std::to_string(i) : "";
+    aliases.push_back(ir::Attribute::opaque(
+        "#stablehlo.output_operand_alias<output_tuple_indices = [" + out +
+        "], operand_index = " + std::to_string(operand) + ", operand_tuple_indices = []>"));
+  }
+  if (!aliases.empty())
+    s.attributes.push_back({"output_operand_aliases", ir::Attribute::array(std::move(aliases))});
   s.attributes.push_back({"result_layouts", layouts(c.results, c.result_matrix)});
   s.result_types = c.results;
   return trace::bind(s, operands);

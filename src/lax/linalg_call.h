@@ -19,6 +19,7 @@ struct CallSpec {
   std::vector<ir::Type> results;
   std::vector<bool> operand_matrix, result_matrix;  // column-major matrices (JAX's layouts)
   int alias_operand = -1;                           // the operand result 0 overwrites
+  bool alias_each = false;                          // result i overwrites operand i, for all
   bool batch_attr = false;  // mhlo.frontend_attributes = {num_batch_dims = "..."}
 };
 std::vector<Array> lapack_call(const CallSpec& c, const std::vector<Array>& operands);

@@ -1,5 +1,7 @@
 // lax.linalg's factorizations of general square matrices: eig (lapack_?geev_ffi), schur
-// (lapack_?gees_ffi) and hessenberg (lapack_?gehrd_ffi), lowered as JAX lowers them on cpu.
+// (lapack_?gees_ffi) and hessenberg (lapack_?gehrd_ffi); and the tridiagonal ones: tridiagonal
+// (lapack_?sytrd_ffi / hetrd) and tridiagonal_solve (lapack_?gtsv_ffi). Lowered as JAX lowers
+// them on cpu.
 #include "cujax/linalg.h"
 #include "lax/linalg_call.h"
 #include "lax/util.h"
@@ -81,6 +83,52 @@ std::pair<Array, Array> hessenberg(const Array& a) {
   const std::vector<Array> r = lapack_call(c, {a});
   const Array ok = info_ok(r[2]);
   return {nan_unless(ok, r[0]), nan_unless(ok, r[1])};
+}
+
+TridiagonalResult tridiagonal(const Array& a, bool lower) {
+  const std::string op = "linalg.tridiagonal";
+  check_matrix(op, a, true);
+  const int64_t n = a.shape().back();
+  if (n == 0) lax::detail::fail(op, "needs a non-empty matrix, got " + lax::detail::type_str(a));
+  const DType real = complex_component(a.dtype());
+  CallSpec c;
+  c.target = std::string("lapack_") + type_prefix(op, a) +
+             (is_complex(a.dtype()) ? "hetrd_ffi" : "sytrd_ffi");
+  c.config = {{"uplo", lower ? 'L' : 'U'}};
+  c.results = {ir::Type::tensor(a.shape(), a.dtype()),
+               ir::Type::tensor(batch_of(a.shape(), {n}), real),
+               ir::Type::tensor(batch_of(a.shape(), {n - 1}), real),
+               ir::Type::tensor(batch_of(a.shape(), {n - 1}), a.dtype()),
+               ir::Type::tensor(batch_of(a.shape(), {}), DType::I32)};
+  c.operand_matrix = {true};
+  c.result_matrix = {true, false, false, false, false};
+  c.alias_operand = 0;
+  const std::vector<Array> r = lapack_call(c, {a});
+  const Array ok = info_ok(r[4]);
+  return {nan_unless(ok, r[0]), nan_unless(ok, r[1]), nan_unless(ok, r[2]), nan_unless(ok, r[3])};
+}
+
+Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const Array& b) {
+  const std::string op = "linalg.tridiagonal_solve";
+  check_matrix(op, b, false);
+  const int64_t m = b.shape()[b.ndim() - 2];
+  const Shape diag = batch_of(b.shape(), {m});
+  for (const Array* x : {&dl, &d, &du})
+    if (x->shape() != diag || x->dtype() != b.dtype())
+      lax::detail::fail(op, "dl, d and du must be " + lax::detail::type_str(b.dtype(), diag) +
+                                " for b " + lax::detail::type_str(b) + ", got " +
+                                lax::detail::type_str(dl) + ", " + lax::detail::type_str(d) +
+                                " and " + lax::detail::type_str(du));
+  CallSpec c;
+  c.target = std::string("lapack_") + type_prefix(op, b) + "gtsv_ffi";
+  const ir::Type dt = ir::Type::tensor(diag, b.dtype());
+  c.results = {dt, dt, dt, ir::Type::tensor(b.shape(), b.dtype()),
+               ir::Type::tensor(batch_of(b.shape(), {}), DType::I32)};
+  c.operand_matrix = {false, false, false, true};
+  c.result_matrix = {false, false, false, true, false};
+  c.alias_each = true;
+  const std::vector<Array> r = lapack_call(c, {dl, d, du, b});
+  return nan_unless(info_ok(r[4]), r[3]);
 }
 
 }  // namespace cujax::lax::linalg

@@ -1,8 +1,8 @@
 // The VJP and batching rules of lax.linalg's custom calls (lapack_?*_ffi, lax/linalg.cpp).
 //
-// VJPs: trsm's is written out (JAX's transpose rule). potrf, getrf, syevd/heevd and gesdd have
-// JAX's JVP rules (cholesky_jvp_rule, lu_jvp_rule, eigh_jvp_rule, svd_jvp_rule), which are
-// linear in the tangent; their VJP is that linear map transposed by the backward walk itself,
+// VJPs: trsm's and gtsv's are written out (JAX's transpose rules). potrf, getrf, syevd/heevd and
+// gesdd have JAX's JVP rules (cholesky_jvp_rule, lu_jvp_rule, eigh_jvp_rule, svd_jvp_rule), which
+// are linear in the tangent; their VJP is that linear map transposed by the backward walk itself,
 // as JAX transposes its JVPs. Like JAX's primitives, the rules take the perturbation of the
 // whole (Hermitian) matrix; the symmetrization before the call carries it to both triangles.
 //
@@ -188,6 +188,38 @@ std::vector<std::optional<Array>> trsm_vjp(const VjpArgs& a) {
   return {a_ct, b_ct};
 }
 
+// x moved by one along `axis`: x_prev[i] = x[i - 1] (zero first), or x_next[i] = x[i + 1].
+Array shifted(const Array& x, int64_t axis, bool prev) {
+  const int64_t m = x.shape()[static_cast<size_t>(axis)];
+  std::vector<std::pair<int64_t, int64_t>> pad(static_cast<size_t>(x.ndim()), {0, 0});
+  pad[static_cast<size_t>(axis)] =
+      prev ? std::pair<int64_t, int64_t>{1, 0} : std::pair<int64_t, int64_t>{0, 1};
+  std::vector<int64_t> start(static_cast<size_t>(x.ndim()), 0);
+  Shape limit = x.shape();
+  if (prev)
+    limit[static_cast<size_t>(axis)] = m - 1;
+  else
+    start[static_cast<size_t>(axis)] = 1;
+  return jnp::pad(lax::slice(x, start, limit), pad);
+}
+
+// The transpose rule of tridiagonal_solve: b's cotangent solves the transposed system (its
+// sub- and super-diagonals swapped); the diagonals' cotangents are -b_ct x^T on the three
+// diagonals.
+std::vector<std::optional<Array>> gtsv_vjp(const VjpArgs& a) {
+  const Array &dl = a.operands[0], &d = a.operands[1], &du = a.operands[2];
+  const Array& x = a.results[3];
+  const int64_t last = dl.ndim() - 1;
+  const Array b_ct =
+      ll::tridiagonal_solve(shifted(du, last, true), d, shifted(dl, last, false), a.cts[3]);
+  const int64_t rows = x.ndim() - 2;
+  const auto minus_dot = [&](const Array& y) {
+    return jnp::negative(jnp::sum(jnp::multiply(b_ct, y), -1));
+  };
+  return {minus_dot(shifted(x, rows, true)), minus_dot(x), minus_dot(shifted(x, rows, false)),
+          b_ct};
+}
+
 // ----- batching
 
 std::vector<int64_t> layout_ints(const ir::Attribute& a) {
@@ -240,7 +272,9 @@ std::vector<std::optional<Array>> linalg_vjp(const VjpArgs& a) {
   if (f == "getrf") return transpose_jvp(a, getrf_jvp);
   if (f == "syevd" || f == "heevd") return transpose_jvp(a, syevd_jvp);
   if (f == "gesdd") return transpose_jvp(a, gesdd_jvp);
-  no_grad(a.op, "it has no VJP rule (differentiable: potrf, getrf, syevd/heevd, gesdd, trsm)");
+  if (f == "gtsv") return gtsv_vjp(a);
+  no_grad(a.op,
+          "it has no VJP rule (differentiable: potrf, getrf, syevd/heevd, gesdd, trsm, gtsv)");
 }
 
 std::vector<Batched> linalg_batch(const BatchArgs& a) {
