@@ -611,6 +611,41 @@ TEST_P(LinalgTest, TridiagonalSolveAndReduction) {
   }
 }
 
+// exp(A) in complex doubles: Taylor series of A / 2^s, squared s times.
+Mat host_expm(const Mat& a) {
+  double norm = 0;
+  for (cd v : a.v) norm = std::max(norm, std::abs(v));
+  int s = 0;
+  while (norm * a.rows / std::pow(2.0, s) > 0.5) ++s;
+  Mat x = a;
+  for (cd& v : x.v) v /= std::pow(2.0, s);
+  Mat r = eye(a.rows), term = eye(a.rows);
+  for (int k = 1; k < 30; ++k) {
+    term = mul(term, x);
+    for (cd& v : term.v) v /= k;
+    for (size_t i = 0; i < r.v.size(); ++i) r.v[i] += term.v[i];
+  }
+  for (int i = 0; i < s; ++i) r = mul(r, r);
+  return r;
+}
+
+TEST_P(LinalgTest, ExpmMatchesScaledTaylorSeries) {
+  const DType t = GetParam();
+  // Norms that pick each Padé degree, and one that needs squarings.
+  for (double scale : {0.005, 0.1, 0.5, 1.5, 4.0, 20.0}) {
+    const Array a = random({2, 4, 4}, t, 60) * (scale / 4);
+    const auto got = mats(sl::expm(a)), as = mats(a);
+    for (size_t k = 0; k < 2; ++k) {
+      const Mat want = host_expm(as[k]);
+      double size = 1;
+      for (cd v : want.v) size = std::max(size, std::abs(v));
+      EXPECT_LT(max_diff(got[k], want), tol(t) * 50 * size) << scale;
+    }
+  }
+  const std::vector<cd> nan = values(sl::expm(jnp::astype(jnp::eye(2), t) * 1e8, 4));
+  for (cd v : nan) EXPECT_TRUE(std::isnan(v.real()));
+}
+
 TEST(LinalgApi, BlockDiag) {
   const Array d = sl::block_diag({jnp::ones({2, 2}), jnp::array({5.0}), jnp::full({1, 3}, 7)});
   EXPECT_EQ(d.shape(), (Shape{4, 6}));
@@ -787,6 +822,13 @@ TEST_P(LinalgGradTest, TridiagonalSolveAllOperands) {
       [&](const Array& x) { return weighted_sum(ll::tridiagonal_solve(dl, d, x, b)); }, du);
   expect_grad_matches(
       [&](const Array& x) { return weighted_sum(ll::tridiagonal_solve(dl, d, du, x)); }, b);
+}
+
+TEST_P(LinalgGradTest, Expm) {
+  const DType t = GetParam();
+  for (double scale : {0.3, 8.0})  // without and with squarings
+    expect_grad_matches([](const Array& x) { return weighted_sum(sl::expm(x)); },
+                        random({3, 3}, t, 61) * scale, 1e-4);
 }
 
 TEST(LinalgApi, GradOfWideQrIsRefused) {

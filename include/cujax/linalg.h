@@ -154,6 +154,9 @@ Array lu_solve(const std::pair<Array, Array>& lu_and_piv, const Array& b, int tr
 // mode "full", "economic" or "r" (q invalid).
 std::pair<Array, Array> qr(const Array& a, const std::string& mode = "full");
 Array block_diag(const std::vector<Array>& arrays);
+// exp(a) by scaling and squaring with a Padé approximant (degree 3 to 13 by a's 1-norm, as
+// JAX); NaN where more than max_squarings squarings would be needed.
+Array expm(const Array& a, int64_t max_squarings = 16);
 // (T, Z) with a = Z T Z^H; output "complex" converts a real a first (triangular T).
 std::pair<Array, Array> schur(const Array& a, const std::string& output = "real");
 // (H, Q) with a = Q H Q^H, H upper Hessenberg; without calc_q, Q is invalid.

@@ -1,5 +1,7 @@
 // jax.scipy.linalg on lax.linalg: solve_triangular, cho_factor, cho_solve, lu, lu_factor,
 // lu_solve, qr and block_diag, with SciPy's argument conventions.
+#include <limits>
+
 #include "cujax/linalg.h"
 #include "lax/linalg_call.h"
 #include "numpy/internal.h"
@@ -175,6 +177,88 @@ std::pair<Array, Array> hessenberg(const Array& a_in, bool calc_q) {
   pad[nd - 1].low = 1;
   Array q = lax::pad(q1, lax::full({}, 0, f.dtype()), pad);
   return {h, jnp::at_set(q, {jnp::Ellipsis, 0, 0}, 1)};
+}
+
+namespace {
+
+// Padé approximants of exp as (U, V), exp(A) ~ (V - U)^-1 (V + U): U holds the odd powers, V
+// the even ones, with the coefficients of Higham's scaling-and-squaring method (the ones
+// jax.scipy.linalg.expm uses).
+std::pair<Array, Array> pade(const Array& a, const std::vector<double>& b) {
+  const Array eye =
+      jnp::broadcast_to(jnp::astype(jnp::eye(a.shape().back()), a.dtype()), a.shape());
+  const Array a2 = jnp::matmul(a, a);
+  std::vector<Array> powers{eye, a2};  // A^0, A^2, A^4, A^6, ...
+  const size_t degree = b.size() - 1;
+  if (degree == 13) {
+    const Array a4 = jnp::matmul(a2, a2), a6 = jnp::matmul(a4, a2);
+    const Array u_hi = jnp::matmul(a6, b[13] * a6 + b[11] * a4 + b[9] * a2);
+    const Array u = jnp::matmul(a, u_hi + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * eye);
+    const Array v = jnp::matmul(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 +
+                    b[2] * a2 + b[0] * eye;
+    return {u, v};
+  }
+  while (2 * powers.size() <= degree) powers.push_back(jnp::matmul(powers.back(), a2));
+  Array odd = jnp::zeros_like(a), even = jnp::zeros_like(a);
+  for (size_t k = 0; 2 * k <= degree; ++k) {
+    even = even + b[2 * k] * powers[k];
+    if (2 * k + 1 <= degree) odd = odd + b[2 * k + 1] * powers[k];
+  }
+  return {jnp::matmul(a, odd), even};
+}
+
+}  // namespace
+
+Array expm(const Array& a_in, int64_t max_squarings) {
+  const Array a =
+      jnp::detail::promote("scipy.linalg.expm", {a_in}, false, jnp::detail::Promote::Inexact)
+          .args[0];
+  if (a.ndim() < 2 || a.shape().back() != a.shape()[a.ndim() - 2])
+    fail("expm",
+         "needs a square matrix or a batch of them, got shape " + shape_to_string(a.shape()));
+  const bool f64 = complex_component(a.dtype()) == DType::F64;
+  // Per matrix: the 1-norm picks the approximant's degree and the number of squarings.
+  const Array norm1 = jnp::max(jnp::sum(jnp::abs(a), -2), -1, true);  // [..., 1]
+  const double maxnorm = f64 ? 5.371920351148152 : 3.925724783138660;
+  const Array squarings =
+      jnp::maximum(0, jnp::floor(jnp::log2(jnp::divide(norm1, maxnorm))));  // [..., 1]
+  const Array scaled =
+      jnp::divide(a, jnp::astype(jnp::expand_dims(jnp::power(2.0, squarings), -1), a.dtype()));
+  const std::vector<std::vector<double>> coefficients = {
+      {120., 60., 12., 1.},
+      {30240., 15120., 3360., 420., 30., 1.},
+      {17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.},
+      {17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880., 3960., 90.,
+       1.},
+      {64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+       129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920., 40840800.,
+       960960., 16380., 182., 1.}};
+  const std::vector<double> bounds =
+      f64 ? std::vector<double>{1.495585217958292e-002, 2.539398330063230e-001,
+                                9.504178996162932e-001, 2.097847961257068e+000}
+          : std::vector<double>{4.258730016922831e-001, 1.880152677804762e+000};
+  // The first approximant whose bound the norm stays under; the last one past every bound (on
+  // the scaled matrix, whose norm is then at most maxnorm).
+  const size_t last = bounds.size() == 4 ? 4 : 2;
+  auto [u, v] = pade(scaled, coefficients[last]);
+  for (size_t i = bounds.size(); i-- > 0;) {
+    auto [ui, vi] = pade(scaled, coefficients[i]);
+    const Array use = jnp::expand_dims(jnp::less(norm1, bounds[i]), -1);
+    u = jnp::where(use, ui, u);
+    v = jnp::where(use, vi, v);
+  }
+  Array r = jnp::linalg::solve(v - u, v + u);
+  const Array n_sq = jnp::expand_dims(squarings, -1);
+  r = lax::fori_loop(
+      int64_t{0}, max_squarings,
+      [&](const Array& i, const Array& x) {
+        const Array more = jnp::less(jnp::astype(i, n_sq.dtype()), n_sq);
+        return jnp::where(more, jnp::matmul(x, x), x);
+      },
+      r);
+  // Past max_squarings the result would be inaccurate: NaN, as JAX gives.
+  return jnp::where(jnp::greater(n_sq, static_cast<double>(max_squarings)),
+                    jnp::full_like(r, std::numeric_limits<double>::quiet_NaN()), r);
 }
 
 }  // namespace cujax::scipy::linalg
