@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cujax/grad.h"
+#include "cujax/ir/bytecode.h"
 #include "cujax/ir/parser.h"
 #include "cujax/jit.h"
 #include "cujax/lax.h"
@@ -928,6 +929,17 @@ TEST(LinalgApi, LoweredCholeskyUsesJaxTarget) {
   const std::vector<float> want = jnp::linalg::cholesky(a).to_vector<float>();
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  EXPECT_NE(
+      text.find("output_operand_aliases = [#stablehlo.output_operand_alias<"
+                "output_tuple_indices = [0], operand_index = 0, operand_tuple_indices = []>]"),
+      std::string::npos)
+      << text;
+  // Through the portable artifact (the VHLO bytecode jax.export holds) and back.
+  const std::string bytes = ir::write_bytecode(*module, ir::default_portable_artifact_target());
+  auto back = ir::read_bytecode(bytes, "cholesky.mlirbc");
+  const std::vector<float> again =
+      runtime::get_backend("cpu").compile(*back)->execute_on_host(in)[0].to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(again[i], got[i]) << i;
   const std::string batched = f.lower(ShapeDtype{{3, 4, 4}, DType::C128}).as_text();
   EXPECT_NE(batched.find("@lapack_zpotrf_ffi"), std::string::npos) << batched;
   EXPECT_NE(batched.find("dense<[1, 2, 0]> : tensor<3xindex>"), std::string::npos) << batched;

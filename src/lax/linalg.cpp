@@ -109,10 +109,13 @@ std::vector<Array> lapack_call(const CallSpec& c, const std::vector<Array>& oper
   const int n_alias = c.alias_each ? static_cast<int>(operands.size()) : c.alias_operand >= 0;
   for (int i = 0; i < n_alias; ++i) {
     const int operand = c.alias_each ? i : c.alias_operand;
-    const std::string out = c.results.size() > 1 ? std::to_string(i) : "";
-    aliases.push_back(ir::Attribute::opaque(
-        "#stablehlo.output_operand_alias<output_tuple_indices = [" + out +
-        "], operand_index = " + std::to_string(operand) + ", operand_tuple_indices = []>"));
+    const std::vector<int64_t> out =
+        c.results.size() > 1 ? std::vector<int64_t>{i} : std::vector<int64_t>{};
+    aliases.push_back(ir::Attribute::struct_attr(
+        "stablehlo.output_operand_alias",
+        {{"output_tuple_indices", ir::Attribute::int_list(out)},
+         {"operand_index", ir::Attribute::integer_attr(operand, std::nullopt)},
+         {"operand_tuple_indices", ir::Attribute::int_list({})}}));
   }
   if (!aliases.empty())
     s.attributes.push_back({"output_operand_aliases", ir::Attribute::array(std::move(aliases))});
