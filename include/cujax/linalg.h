@@ -7,9 +7,11 @@
 //
 // The factorizations lower as JAX lowers them on the cpu platform: to the custom calls
 // `lapack_?potrf_ffi`, `lapack_?getrf_ffi`, `lapack_?geqrf_ffi` + `lapack_?orgqr_ffi`
-// (`ungqr` for complex), `lapack_?syevd_ffi` (`heevd`), `lapack_?gesdd_ffi` and
-// `lapack_?trsm_ffi`, with JAX's column-major operand and result layouts, its
-// `mhlo.backend_config` and its `info` outputs. A factorization that fails (not positive
+// (`ungqr` for complex), `lapack_?syevd_ffi` (`heevd`), `lapack_?gesdd_ffi`,
+// `lapack_?trsm_ffi`, `lapack_?geev_ffi`, `lapack_?gees_ffi`, `lapack_?gehrd_ffi`,
+// `lapack_?sytrd_ffi` (`hetrd`) and `lapack_?gtsv_ffi`, with JAX's column-major operand and
+// result layouts, its `mhlo.backend_config` and its `info` outputs. grad, jvp and vmap work
+// through them (docs/linalg.md lists which). A factorization that fails (not positive
 // definite, no convergence) gives NaNs in the failed batch elements, never an exception.
 // Every operand may carry leading batch dimensions; dtypes are f32, f64, complex64 and
 // complex128. See docs/linalg.md.
