@@ -335,7 +335,7 @@ void expect_framed(std::string_view obj, uint32_t magic, const std::string& what
   }
 }
 
-TEST(OcdbtWriter, StandardCheckpointerSavesInOcdbtAndRestoresBitForBit) {
+TEST(OcdbtWriter, DefaultSaveIsOrbaxsLayoutAndRestoresBitForBit) {
   checkpoint::HostState st;
   auto fill = [](HostTensor t, uint32_t seed) {  // pseudo-random bytes: zstd cannot shrink them
     auto* p = static_cast<unsigned char*>(t.data());
@@ -352,11 +352,31 @@ TEST(OcdbtWriter, StandardCheckpointerSavesInOcdbtAndRestoresBitForBit) {
   const fs::path dir =
       fs::temp_directory_path() / ("cujax_ocdbt_write_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  StandardCheckpointer(checkpoint::StandardCheckpointerOptions{true}).save(dir.string(), st);
-  ASSERT_TRUE(fs::exists(dir / "manifest.ocdbt"));
+  StandardCheckpointer().save(dir.string(), st);  // no options: Orbax's default layout
+  // The files Orbax's StandardCheckpointer writes for one process (the fixtures' list).
+  for (const char* f : {"manifest.ocdbt", "ocdbt.process_0/manifest.ocdbt", "_METADATA",
+                        "_sharding", "_CHECKPOINT_METADATA", "array_metadatas/process_0"})
+    EXPECT_TRUE(fs::is_regular_file(dir / f)) << f;
   EXPECT_FALSE(fs::exists(dir / "layers.0.kernel.value")) << "no zarr folders in OCDBT";
   const json::Value meta = json::parse(read_file(dir / "_METADATA"));
   EXPECT_TRUE(meta.at("use_ocdbt").as_bool());
+  const json::Value am = json::parse(read_file(dir / "array_metadatas" / "process_0"));
+  ASSERT_EQ(am.at("array_metadatas").as_array().size(), st.entries.size());
+  const json::Value& first = am.at("array_metadatas").as_array()[0].at("array_metadata");
+  EXPECT_EQ(first.at("param_name").as_string(), "layers.0.kernel.value");
+  EXPECT_EQ(first.at("write_shape").as_array().size(), 2u);
+  EXPECT_EQ(first.at("write_shape").as_array()[0].as_int(), 40);
+
+  // The top-level database holds the process database's keys and values; the kernel's chunk
+  // (4800 random bytes, past the 1024-byte inline limit) stays in ocdbt.process_0/d/, which the
+  // top-level one refers to: its own data file holds only the B+tree.
+  checkpoint::ocdbt::Database top(dir), process(dir / "ocdbt.process_0");
+  ASSERT_EQ(top.keys(), process.keys());
+  for (const auto& k : top.keys()) EXPECT_EQ(top.get(k), process.get(k)) << k;
+  const auto& chunk = top.entries().at("layers.0.kernel.value/0.0");
+  ASSERT_FALSE(chunk.is_inline);
+  EXPECT_EQ(chunk.file.rfind("ocdbt.process_0/d/", 0), 0u) << chunk.file;
+  EXPECT_LT(fs::file_size(dir / top.latest().root_file), 4800u);
 
   std::vector<std::pair<std::string, ShapeDtype>> target;
   for (const auto& e : st.entries)

@@ -94,26 +94,35 @@ TEST(Checkpoint, RoundTripsEveryDtype) {
   values.push_back(pattern(DType::F16, {2, 3, 4, 5}, seed++));
   state.set("layers.0.attn.query.kernel", array(values.back()));
 
-  StandardCheckpointer ckpt;
-  ckpt.save((dir / "ckpt").string(), state);
-  const State restored = ckpt.restore((dir / "ckpt").string(), state);
-  ASSERT_EQ(restored.size(), state.size());
-  size_t i = 0;
-  for (const auto& [path, a] : restored) {
-    EXPECT_EQ(path, (state.begin() + static_cast<std::ptrdiff_t>(i))->first);
-    EXPECT_TRUE(same_bytes(a.to_host(), values[i])) << path;
-    ++i;
+  for (const bool ocdbt : {true, false}) {  // Orbax's default layout, then use_ocdbt=False
+    const StandardCheckpointer ckpt(checkpoint::StandardCheckpointerOptions{.use_ocdbt = ocdbt});
+    const std::string path = (dir / (ocdbt ? "ocdbt" : "zarr")).string();
+    ckpt.save(path, state);
+    EXPECT_EQ(fs::exists(fs::path(path) / "manifest.ocdbt"), ocdbt);
+    const State restored = ckpt.restore(path, state);
+    ASSERT_EQ(restored.size(), state.size());
+    size_t i = 0;
+    for (const auto& [p, a] : restored) {
+      EXPECT_EQ(p, (state.begin() + static_cast<std::ptrdiff_t>(i))->first);
+      EXPECT_TRUE(same_bytes(a.to_host(), values[i])) << p << (ocdbt ? " (ocdbt)" : " (zarr)");
+      ++i;
+    }
   }
   EXPECT_TRUE(tmp_folders(dir).empty());
 }
 
-TEST(Checkpoint, WritesOrbaxLayout) {
+// Orbax's use_ocdbt=False layout (the default one: checkpoint_ocdbt_test's OcdbtWriter.*).
+StandardCheckpointer zarr_checkpointer() {
+  return StandardCheckpointer(checkpoint::StandardCheckpointerOptions{.use_ocdbt = false});
+}
+
+TEST(Checkpoint, WritesOrbaxZarrLayout) {
   const fs::path dir = fresh_dir("layout") / "ckpt";
   State state;
   state.set("blocks.0.attn.query.kernel", array(pattern(DType::F32, {2, 3}, 7)));
   state.set("step", array(pattern(DType::I32, {}, 8)));
   state.set("emb", array(pattern(DType::BF16, {4}, 9)));
-  StandardCheckpointer().save(dir.string(), state);
+  zarr_checkpointer().save(dir.string(), state);
 
   // .zarray as REFERENCE.md gives it (Python's json.dumps spacing).
   EXPECT_EQ(read_text(dir / "blocks.0.attn.query.kernel.value" / ".zarray"),
@@ -298,7 +307,7 @@ TEST(Checkpoint, CorruptChunkNamesTheFile) {
   const fs::path dir = fresh_dir("corrupt") / "ckpt";
   State state;
   state.set("w", array(pattern(DType::F32, {64, 64}, 3)));
-  StandardCheckpointer().save(dir.string(), state);
+  zarr_checkpointer().save(dir.string(), state);
   const fs::path chunk = dir / "w.value" / "0.0";
   const std::string frame = read_text(chunk);
 
@@ -399,7 +408,8 @@ TEST(Checkpoint, ManagerStepLayoutAndMetrics) {
   EXPECT_FALSE(mgr.latest_step().has_value());
   EXPECT_TRUE(mgr.save(10, s, {{"loss", 0.25}}));
   EXPECT_TRUE(fs::exists(dir / "10" / "default" / "_METADATA"));
-  EXPECT_TRUE(fs::exists(dir / "10" / "default" / "w.value" / ".zarray"));
+  EXPECT_TRUE(fs::exists(dir / "10" / "default" / "manifest.ocdbt"));
+  EXPECT_TRUE(fs::exists(dir / "10" / "default" / "ocdbt.process_0" / "manifest.ocdbt"));
   const json::Value cm = json::parse(read_text(dir / "10" / "_CHECKPOINT_METADATA"));
   EXPECT_EQ(cm.at("item_handlers").at("default").as_string(),
             "orbax.checkpoint._src.handlers.standard_checkpoint_handler.StandardCheckpointHandler");
@@ -525,7 +535,7 @@ TEST(Checkpoint, KilledSaveLeavesEarlierStepsRestorable) {
   while (!seen && std::chrono::steady_clock::now() < deadline) {
     for (const auto& t : tmp_folders(dir)) {
       std::error_code ec;
-      if (fs::exists(t / "default" / "p0.value" / "0", ec)) seen = true;
+      if (fs::exists(t / "default" / "ocdbt.process_0" / "d", ec)) seen = true;
     }
     if (!seen) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }

@@ -86,7 +86,8 @@ TEST(CheckpointZarrPython, ZarrReadsEveryParameter) {
   };
   State state;
   for (const auto& [path, value] : params) state.set(path, array(value));
-  checkpoint::StandardCheckpointer().save((dir / "ckpt").string(), state);
+  // zarr-python reads the use_ocdbt=False layout (folders); OCDBT is a TensorStore store.
+  checkpoint::StandardCheckpointer({.use_ocdbt = false}).save((dir / "ckpt").string(), state);
   {
     std::ofstream f(dir / "read.py");
     f << kReader;

@@ -47,9 +47,7 @@ check_run() {
   cmp -s <(cut -d, -f1-3 "$work/$mesh/metrics.csv") <(cut -d, -f1-3 "$run/metrics.csv") ||
     { fail "$what: losses differ from the one-process --mesh $mesh run's"; \
       paste -d' ' "$work/$mesh/metrics.csv" "$run/metrics.csv"; }
-  (cd "$(params "$work/$mesh")" && find . -type f ! -name '_*' | sort | xargs sha256sum) >"$work/a.sums"
-  (cd "$(params "$run")" && find . -type f ! -name '_*' | sort | xargs sha256sum) >"$work/b.sums"
-  cmp -s "$work/a.sums" "$work/b.sums" ||
+  same_leaves "$(params "$work/$mesh")" "$(params "$run")" ||
     fail "$what: parameters differ from the one-process --mesh $mesh run's"
   losses_match "$work/one/metrics.csv" "$run/metrics.csv" "$steps" ||
     fail "$what: losses differ from the one-device run's"

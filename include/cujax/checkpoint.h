@@ -1,7 +1,7 @@
-// Orbax checkpoints. Saves write the non-OCDBT zarr v2 layout, which orbax.checkpoint's
-// StandardCheckpointer reads with no flags; restores read that layout and Orbax's default one
-// (TensorStore's OCDBT database holding zarr v2 or v3 arrays, as Orbax's StandardCheckpointer,
-// CheckpointManager and v1 save_checkpointables write it). See docs/checkpoints.md.
+// Orbax checkpoints. Saves write Orbax's default layout (TensorStore's OCDBT database holding
+// zarr v2 arrays, with the per-process database under ocdbt.process_0/), or with use_ocdbt =
+// false the zarr v2 folders; restores read both, and the OCDBT + zarr v3 layout Orbax's v1
+// save_checkpointables writes. See docs/checkpoints.md.
 //
 //   checkpoint::StandardCheckpointer ckpt;
 //   ckpt.save("/tmp/ckpt", state);                     // atomic: tmp folder, fsync, rename
@@ -47,9 +47,9 @@ struct HostState {
 HostState to_host(const State& state);
 
 struct StandardCheckpointerOptions {
-  // Save in Orbax's default layout (an OCDBT database holding the zarr v2 arrays, one
-  // process) instead of zarr folders. Restores read both layouts whatever this says.
-  bool use_ocdbt = false;
+  // Orbax's default layout (an OCDBT database holding the zarr v2 arrays); false: one zarr v2
+  // folder per parameter (Orbax's use_ocdbt=False). Restores read both whatever this says.
+  bool use_ocdbt = true;
 };
 
 class StandardCheckpointer {
@@ -96,6 +96,16 @@ struct LoadedCheckpoint {
 };
 LoadedCheckpoint load_any(const std::string& path);
 
+// Writes `leaves` as a new checkpoint at `path` in `format`, so that load_any gives back the
+// same paths, dtypes, shapes and bytes: "ocdbt" or "zarr" (Orbax's default and use_ocdbt=False
+// layouts, each leaf path its parameter name as it is), "safetensors" (a file, keys as they
+// are) or "msgpack" (a file: flax.serialization.to_bytes of the nested dicts the paths make).
+// Fails when `path` exists; written atomically (a temporary sibling, then a rename).
+void save_leaves(const std::string& path, const std::vector<Leaf>& leaves,
+                 const std::string& format);
+// load_any(src) saved with save_leaves(dst, ..., format): `cujax checkpoint convert`.
+void convert(const std::string& src, const std::string& dst, const std::string& format);
+
 struct CheckpointManagerOptions {
   // Keep the most recent N complete steps (nullopt: keep all).
   std::optional<int> max_to_keep;
@@ -110,6 +120,8 @@ struct CheckpointManagerOptions {
   bool enable_async_checkpointing = false;
   // Item folder inside each step folder (Orbax's CheckpointManager default item name).
   std::string item_name = "default";
+  // The items' layout, as StandardCheckpointerOptions::use_ocdbt.
+  bool use_ocdbt = true;
 };
 
 // A folder of step checkpoints, as Orbax's CheckpointManager keeps them:

@@ -150,7 +150,7 @@ void CheckpointManager::write_step(const Job& job) {
     const int64_t init = files::now_nanos();
     fs::create_directory(tmp);
     fs::create_directory(tmp / options_.item_name);
-    layout::write_item(tmp / options_.item_name, job.state);
+    layout::write_item(tmp / options_.item_name, job.state, {.use_ocdbt = options_.use_ocdbt});
     json::Value handlers = json::Value::object();
     handlers.set(options_.item_name, layout::kStandardHandler);
     json::Value metrics = json::Value::object();

@@ -1,5 +1,6 @@
 // load_any: a checkpoint's every leaf with no target, whatever its format.
 #include <filesystem>
+#include <fstream>
 
 #include "checkpoint/msgpack_checkpoint.h"
 #include "checkpoint/safetensors.h"
@@ -10,10 +11,28 @@ namespace cujax::checkpoint {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A safetensors file whatever its name: a little-endian header length that fits the file, then
+// the header's '{' (a msgpack file's first 8 bytes make a length far past its size).
+bool looks_like_safetensors(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  unsigned char head[9];
+  if (!in.read(reinterpret_cast<char*>(head), sizeof head) || head[8] != '{') return false;
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(p, ec);
+  return !ec && n <= size - 8;
+}
+
+}  // namespace
+
 LoadedCheckpoint load_any(const std::string& path) {
   const fs::path p(path);
   if (fs::is_regular_file(p)) {
-    if (p.extension() == ".safetensors") return {"safetensors", safetensors::read_file(p)};
+    if (p.extension() == ".safetensors" || looks_like_safetensors(p))
+      return {"safetensors", safetensors::read_file(p)};
     auto m = msgpack_checkpoint::read(p);  // flax.serialization.to_bytes state
     return {m.format, std::move(m.leaves)};
   }

@@ -219,4 +219,72 @@ Loaded read(const fs::path& path) {
   return parse(files::read(file), file.parent_path(), file.string());
 }
 
+namespace {
+
+// The nested dicts of '.'-joined paths, keys in the order the leaves first name them.
+struct Node {
+  const HostTensor* leaf = nullptr;
+  std::vector<std::string> keys;
+  std::vector<Node> children;  // children[i] under keys[i]
+  Node& child(const std::string& key);
+};
+
+Node& Node::child(const std::string& key) {
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i] == key) return children[i];
+  keys.push_back(key);
+  return children.emplace_back();
+}
+
+void pack(msgpack::packer<msgpack::sbuffer>& pk, const Node& node) {
+  if (node.leaf) {
+    const HostTensor& t = *node.leaf;
+    msgpack::sbuffer body;
+    msgpack::packer<msgpack::sbuffer> b(&body);
+    b.pack_array(3);
+    b.pack_array(static_cast<uint32_t>(t.shape().size()));
+    for (int64_t d : t.shape()) b.pack(static_cast<uint64_t>(d));
+    b.pack(std::string(numpy_name(t.dtype())));
+    b.pack_bin(static_cast<uint32_t>(t.nbytes()));
+    b.pack_bin_body(static_cast<const char*>(t.data()), static_cast<uint32_t>(t.nbytes()));
+    pk.pack_ext(body.size(), 1);
+    pk.pack_ext_body(body.data(), static_cast<uint32_t>(body.size()));
+    return;
+  }
+  pk.pack_map(static_cast<uint32_t>(node.children.size()));
+  for (size_t i = 0; i < node.children.size(); ++i) {
+    pk.pack(node.keys[i]);
+    pack(pk, node.children[i]);
+  }
+}
+
+}  // namespace
+
+std::string serialize(const std::vector<Leaf>& leaves) {
+  Node root;
+  for (const auto& leaf : leaves) {
+    if (leaf.value.nbytes() >= (uint64_t{1} << 30))
+      throw Error("msgpack checkpoint: '" + leaf.path + "' " +
+                  "is 1 GiB or more, which Flax writes as a chunked array (not written)");
+    Node* n = &root;
+    size_t start = 0;
+    while (true) {
+      const size_t dot = leaf.path.find('.', start);
+      const std::string key = leaf.path.substr(start, dot - start);
+      if (key.empty()) throw Error("msgpack checkpoint: '" + leaf.path + "' has an empty key");
+      if (n->leaf) throw Error("msgpack checkpoint: '" + leaf.path + "' is inside another leaf");
+      n = &n->child(key);
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    if (n->leaf || !n->children.empty())
+      throw Error("msgpack checkpoint: '" + leaf.path + "' is a leaf and a dict, or appears twice");
+    n->leaf = &leaf.value;
+  }
+  msgpack::sbuffer out;
+  msgpack::packer<msgpack::sbuffer> pk(&out);
+  pack(pk, root);
+  return std::string(out.data(), out.size());
+}
+
 }  // namespace cujax::checkpoint::msgpack_checkpoint

@@ -23,5 +23,9 @@ struct Loaded {
 Loaded parse(std::string_view bytes, const std::filesystem::path& dir, const std::string& where);
 // `path` a folder holding `checkpoint`, or a msgpack file.
 Loaded read(const std::filesystem::path& path);
+// flax.serialization.to_bytes of the nested dicts the leaves' '.'-joined paths make: every
+// array ext type 1 (shape, dtype name, C-order bytes). Throws Error for a path that is both a
+// leaf and a dict, or has an empty key.
+std::string serialize(const std::vector<Leaf>& leaves);
 
 }  // namespace cujax::checkpoint::msgpack_checkpoint

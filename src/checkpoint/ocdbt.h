@@ -61,13 +61,17 @@ class Database final : public KvStore {
   // The manifest file that was read (manifest.ocdbt or the newest manifest.<16 hex>).
   const std::filesystem::path& manifest_file() const { return manifest_file_; }
 
- private:
+  // Where a value lives: inline in its leaf, or a range of a data file (relative to the
+  // database folder). merge_databases copies these references, not the bytes.
   struct ValueRef {
     bool is_inline = true;
     std::string bytes;  // inline value
     std::string file;   // indirect value: data file, offset, length
     uint64_t offset = 0, length = 0;
   };
+  const std::map<std::string, ValueRef>& entries() const { return entries_; }
+
+ private:
   struct NodeRef {
     std::string file;
     uint64_t offset = 0, length = 0;
@@ -105,5 +109,11 @@ struct WriteOptions {  // Orbax's defaults
 void write_database(const std::filesystem::path& dir,
                     const std::map<std::string, std::string>& values,
                     const WriteOptions& options = {});
+// Orbax's top-level database over the per-process ones (`dir/<sub>` for each of `subdirs`,
+// e.g. "ocdbt.process_0"): one generation holding every key of every process database, inline
+// values copied and out-of-line ones referring to the process databases' data files, so no
+// array bytes are copied. Throws Error naming a key that two process databases hold.
+void merge_databases(const std::filesystem::path& dir, const std::vector<std::string>& subdirs,
+                     const WriteOptions& options = {});
 
 }  // namespace cujax::checkpoint::ocdbt

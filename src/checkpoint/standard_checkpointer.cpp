@@ -143,27 +143,7 @@ void StandardCheckpointer::save(const std::string& path, const State& state, boo
 }
 
 void StandardCheckpointer::save(const std::string& path, const HostState& state, bool force) const {
-  const fs::path final_path = fs::path(path).lexically_normal();
-  if (files::is_tmp(final_path))
-    throw Error("checkpoint: the name " + path + " must not contain " + kTmpMarker);
-  if (fs::exists(final_path) && !force)
-    throw Error("checkpoint: " + path + " already exists (save with force=true to replace it)");
-  if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path());
-  const fs::path tmp = files::tmp_sibling(final_path);
-  try {
-    const int64_t init = files::now_nanos();
-    fs::create_directory(tmp);
-    layout::write_item(tmp, state, options_.use_ocdbt);
-    files::write_synced(tmp / "_CHECKPOINT_METADATA",
-                        json::dump(layout::checkpoint_metadata(layout::kStandardHandler,
-                                                               json::Value::object(), init)));
-    files::sync_dir(tmp);
-    files::commit(tmp, final_path, force);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    throw;
-  }
+  layout::save_checkpoint(path, state, {.use_ocdbt = options_.use_ocdbt}, force);
 }
 
 std::vector<std::pair<std::string, ShapeDtype>> StandardCheckpointer::metadata(

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <filesystem>
 #include <type_traits>
 
 #include "cli/args.h"
@@ -83,18 +84,34 @@ int show(const std::string& path, bool values) {
 }  // namespace
 
 int checkpoint_command(const std::vector<std::string>& argv) {
-  const Args args({"checkpoint",
-                   "show every leaf of a checkpoint: Orbax (OCDBT or zarr, zarr v2 or v3, "
-                   "composite), or safetensors",
-                   {{"values", "", "print every value, not only min/max/mean/sum of large leaves"}},
-                   "show PATH",
-                   "the action (show) and the checkpoint folder or file"},
-                  argv);
+  const Args args(
+      {"checkpoint",
+       "show every leaf of a checkpoint (Orbax OCDBT or zarr, zarr v2 or v3, "
+       "composite; Flax msgpack, legacy Orbax, t5x; safetensors), or convert it",
+       {{"values", "", "show: print every value, not only min/max/mean/sum of large leaves"},
+        {"to", "FORMAT", "convert: ocdbt, zarr, safetensors or msgpack"}},
+       "show PATH | convert SRC DST",
+       "the action and the checkpoint folders or files"},
+      argv);
   const auto& pos = args.positional();
-  if (pos.empty() || pos[0] != "show")
-    throw UsageError("usage: cujax checkpoint show PATH [--values]");
-  if (pos.size() != 2) throw UsageError("checkpoint show takes one PATH");
-  return show(pos[1], args.flag("values"));
+  const char* usage =
+      "usage: cujax checkpoint show PATH [--values] | cujax checkpoint convert SRC DST --to "
+      "ocdbt|zarr|safetensors|msgpack";
+  if (pos.empty()) throw UsageError(usage);
+  if (pos[0] == "show") {
+    if (pos.size() != 2 || args.has("to")) throw UsageError("checkpoint show takes one PATH");
+    return show(pos[1], args.flag("values"));
+  }
+  if (pos[0] != "convert") throw UsageError(usage);
+  if (pos.size() != 3 || args.flag("values"))
+    throw UsageError("checkpoint convert takes SRC DST --to FORMAT");
+  const std::string to = args.string("to", "");
+  if (to != "ocdbt" && to != "zarr" && to != "safetensors" && to != "msgpack")
+    throw UsageError("checkpoint convert: --to must be ocdbt, zarr, safetensors or msgpack");
+  if (std::filesystem::exists(pos[2]))
+    throw UsageError("checkpoint convert: " + pos[2] + " already exists");
+  checkpoint::convert(pos[1], pos[2], to);
+  return 0;
 }
 
 }  // namespace cujax::cli
