@@ -50,6 +50,12 @@ struct StandardCheckpointerOptions {
   // Orbax's default layout (an OCDBT database holding the zarr v2 arrays); false: one zarr v2
   // folder per parameter (Orbax's use_ocdbt=False). Restores read both whatever this says.
   bool use_ocdbt = true;
+  // In a run of several processes (cujax::distributed), every process calls save with the same
+  // state, as with Orbax: each writes a share of the arrays (whole arrays, entry i by process
+  // i mod N) to its own ocdbt.process_<i>/, and process 0, once all have written, the
+  // top-level database over them, the metadata and the commit. false: the calling process
+  // writes everything alone (what cujax train does from process 0).
+  bool all_processes = false;
 };
 
 class StandardCheckpointer {

@@ -8,6 +8,8 @@
 #include "checkpoint/zarr.h"
 #include "cujax/checkpoint.h"
 #include "cujax/core/error.h"
+#include "cujax/distributed.h"
+#include "cujax/sharding.h"
 
 namespace cujax::checkpoint {
 
@@ -138,11 +140,76 @@ HostState to_host(const State& state) {
   return out;
 }
 
+namespace {
+
+// Orbax's save by several processes: every process writes its share of the arrays (entry i by
+// process i mod N, whole arrays) as ocdbt.process_<i>/ in one temporary folder, then process 0
+// writes the top-level database over them and the metadata, and commits. The temporary folder's
+// name is the same in every process, so none has to be sent; a save a crash cut short leaves it
+// behind and the next save removes it.
+void save_by_processes(const std::string& path, const HostState& state, bool force) {
+  const int me = distributed::process_index(), n = distributed::process_count();
+  const fs::path final_path = fs::path(path).lexically_normal();
+  if (files::is_tmp(final_path))
+    throw Error("checkpoint: the name " + path + " must not contain " + kTmpMarker);
+  // Every process sees the same folder: each refuses alike, before any barrier.
+  if (fs::exists(final_path) && !force)
+    throw Error("checkpoint: " + path + " already exists (save with force=true to replace it)");
+  layout::check_names(state);
+  const fs::path tmp = final_path.string() + kTmpMarker + "-processes";
+  const std::string tag = "checkpoint save " + final_path.string();
+  const int64_t init = files::now_nanos();
+  if (me == 0) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path());
+    fs::create_directory(tmp);
+  }
+  sync_global_devices(tag + ": folder made");
+  HostState share;
+  for (size_t i = static_cast<size_t>(me); i < state.entries.size(); i += static_cast<size_t>(n))
+    share.entries.push_back(state.entries[i]);
+  const layout::ItemOptions options{.use_ocdbt = true};
+  layout::write_process_share(tmp, share, me, options);
+  sync_global_devices(tag + ": every process wrote its arrays");
+  if (me == 0) {
+    try {
+      layout::write_top_level(tmp, state, options);
+      files::write_synced(tmp / "_CHECKPOINT_METADATA",
+                          json::dump(layout::checkpoint_metadata(layout::kStandardHandler,
+                                                                 json::Value::object(), init)));
+      files::sync_dir(tmp);
+      files::commit(tmp, final_path, force);
+    } catch (...) {
+      std::error_code ec;
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+  }
+  sync_global_devices(tag + ": committed");
+}
+
+}  // namespace
+
 void StandardCheckpointer::save(const std::string& path, const State& state, bool force) const {
+  if (options_.all_processes && distributed::process_count() > 1) {
+    // Arrays sharded over several processes are gathered (every process takes part).
+    State whole;
+    for (const auto& [p, a] : state)
+      whole.set(p, is_fully_addressable(a) ? a : process_allgather(a));
+    save(path, to_host(whole), force);
+    return;
+  }
   save(path, to_host(state), force);
 }
 
 void StandardCheckpointer::save(const std::string& path, const HostState& state, bool force) const {
+  if (options_.all_processes && distributed::process_count() > 1) {
+    if (!options_.use_ocdbt)
+      throw Error("checkpoint: a save by every process writes Orbax's OCDBT layout (use_ocdbt)");
+    save_by_processes(path, state, force);
+    return;
+  }
   layout::save_checkpoint(path, state, {.use_ocdbt = options_.use_ocdbt}, force);
 }
 
