@@ -477,6 +477,23 @@ TEST(Checkpoint, ManagerDeletesAStepAndSavesItAgain) {
   EXPECT_TRUE(same_bytes(mgr.restore(2, a).at("w").to_host(), pattern(DType::F32, {4}, 2)));
 }
 
+// A run saved in the zarr v2 layout goes on in OCDBT (cujax train --resume reads either).
+TEST(Checkpoint, ManagerRestoresStepsOfEitherLayout) {
+  const fs::path dir = fresh_dir("manager_layouts");
+  State s1, s2;
+  s1.set("w", array(pattern(DType::F32, {300}, 1)));
+  s2.set("w", array(pattern(DType::F32, {300}, 2)));
+  CheckpointManagerOptions zarr;
+  zarr.use_ocdbt = false;
+  CheckpointManager(dir.string(), zarr).save(1, s1);
+  EXPECT_TRUE(fs::exists(dir / "1" / "default" / "w.value" / ".zarray"));
+  CheckpointManager mgr(dir.string());
+  mgr.save(2, s2);
+  EXPECT_TRUE(fs::exists(dir / "2" / "default" / "manifest.ocdbt"));
+  EXPECT_TRUE(same_bytes(mgr.restore(1, s1).at("w").to_host(), s1.at("w").to_host()));
+  EXPECT_TRUE(same_bytes(mgr.restore(2, s1).at("w").to_host(), s2.at("w").to_host()));
+}
+
 TEST(Checkpoint, AsyncSaveThenRestore) {
   const fs::path dir = fresh_dir("async");
   CheckpointManagerOptions opts;

@@ -56,6 +56,9 @@ struct StandardCheckpointerOptions {
   // top-level database over them, the metadata and the commit. false: the calling process
   // writes everything alone (what cujax train does from process 0).
   bool all_processes = false;
+  // restore: a stored dtype other than the target's is converted (numpy astype) instead of
+  // refused.
+  bool cast_dtypes = false;
 };
 
 class StandardCheckpointer {
@@ -72,8 +75,11 @@ class StandardCheckpointer {
 
   // Reads the checkpoint at `path` into arrays with the paths, shapes and dtypes of `target`
   // (only the abstract values of its arrays are used). A parameter matches a target path
-  // stored with or without the ".value" suffix. Throws Error listing every mismatch (missing
-  // or extra parameters, shapes, dtypes), or naming the file that is unreadable.
+  // stored with or without the ".value" suffix. `path` may also be any checkpoint load_any
+  // reads: a Flax msgpack file (nested dicts), a safetensors file ('.'- or '/'-joined keys) or
+  // a t5x checkpoint (its optimizer target, "target/<path>"). Throws Error naming `path` and
+  // listing every mismatch (missing or extra parameters, shapes, dtypes unless cast_dtypes),
+  // or naming the file that is unreadable.
   State restore(const std::string& path, const State& target) const;
   // The same with abstract values as the target, e.g. nnx::eval_shape's result (restoring
   // without building the parameters first) or metadata()'s.

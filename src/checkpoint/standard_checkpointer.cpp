@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -9,6 +11,7 @@
 #include "cujax/checkpoint.h"
 #include "cujax/core/error.h"
 #include "cujax/distributed.h"
+#include "cujax/numpy.h"
 #include "cujax/sharding.h"
 
 namespace cujax::checkpoint {
@@ -230,67 +233,142 @@ State StandardCheckpointer::restore(const std::string& path, const State& target
   return restore(path, avals);
 }
 
-State StandardCheckpointer::restore(
-    const std::string& path, const std::vector<std::pair<std::string, ShapeDtype>>& target) const {
-  const Item item = open_item(path);
-  const std::vector<StoredParam>& stored = item.params;
-  std::map<std::string, size_t> by_name;
-  for (size_t i = 0; i < stored.size(); ++i) by_name[stored[i].name] = i;
+namespace {
 
+// A value stored in a checkpoint, to match against a target path.
+struct Stored {
+  std::string name;
+  std::function<ShapeDtype()> aval;  // read when matched (or to describe an extra one)
+  std::function<Array()> read;
+  std::string not_array;  // Orbax value types that are not arrays: why it cannot be restored
+};
+
+// Matches every target path with a stored value (the first of names(path) present), checks
+// shapes and dtypes (casting when `cast`), and reads them; one Error lists every mismatch.
+// Stored values no target path took are extra unless `ignore_extra(name)`.
+State match_and_read(const std::string& where, const std::vector<Stored>& stored,
+                     const std::vector<std::pair<std::string, ShapeDtype>>& target,
+                     const std::function<std::vector<std::string>(const std::string&)>& names,
+                     const std::function<bool(const std::string&)>& ignore_extra, bool cast) {
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < stored.size(); ++i) by_name.emplace(stored[i].name, i);
   std::vector<std::string> problems;
   std::vector<bool> used(stored.size(), false);
-  struct Match {
-    std::string path;
-    std::string name;
-    zarr::ArrayInfo info;
-  };
-  std::vector<Match> matches;
-  for (const auto& [p, a] : target) {
-    auto it = by_name.find(layout::param_name(p));
-    if (it == by_name.end()) it = by_name.find(p);
+  std::vector<std::pair<size_t, size_t>> matches;  // target index, stored index
+  for (size_t t = 0; t < target.size(); ++t) {
+    const auto& [p, a] = target[t];
+    auto it = by_name.end();
+    for (const auto& n : names(p))
+      if ((it = by_name.find(n)) != by_name.end()) break;
     if (it == by_name.end()) {
       problems.push_back("missing parameter '" + p + "' (the target has " + describe(a) + ")");
       continue;
     }
     used[it->second] = true;
-    const StoredParam& sp = stored[it->second];
-    if (sp.value_type != "jax.Array" && sp.value_type != "np.ndarray" &&
-        sp.value_type != "scalar") {
-      problems.push_back("parameter '" + sp.name + "' holds a " + sp.value_type + ", not an array");
+    const Stored& sp = stored[it->second];
+    if (!sp.not_array.empty()) {
+      problems.push_back("parameter '" + sp.name + "' holds a " + sp.not_array + ", not an array");
       continue;
     }
-    Match m{p, sp.name, zarr::read_info(*item.store, sp.name)};
-    if (m.info.shape != a.shape)
-      problems.push_back("'" + p + "': shape " + shape_to_string(m.info.shape) +
+    const ShapeDtype got = sp.aval();
+    if (got.shape != a.shape)
+      problems.push_back("'" + p + "': shape " + shape_to_string(got.shape) +
                          " in the checkpoint, " + shape_to_string(a.shape) + " in the target");
-    if (m.info.dtype != a.dtype)
-      problems.push_back("'" + p + "': dtype " + std::string(numpy_name(m.info.dtype)) +
+    if (got.dtype != a.dtype && !cast)
+      problems.push_back("'" + p + "': dtype " + std::string(numpy_name(got.dtype)) +
                          " in the checkpoint, " + std::string(numpy_name(a.dtype)) +
-                         " in the target");
-    matches.push_back(std::move(m));
+                         " in the target (restore with cast_dtypes to convert it)");
+    matches.emplace_back(t, it->second);
   }
   for (size_t i = 0; i < stored.size(); ++i) {
-    if (used[i]) continue;
+    if (used[i] || ignore_extra(stored[i].name)) continue;
     std::string what = "extra parameter '" + stored[i].name + "' in the checkpoint";
     try {
-      const zarr::ArrayInfo info = zarr::read_info(*item.store, stored[i].name);
-      what += " (" + describe(ShapeDtype{info.shape, info.dtype, false}) + ")";
+      what += " (" + describe(stored[i].aval()) + ")";
     } catch (const Error&) {
       // Its shape only decorates the message.
     }
     problems.push_back(what + ", not in the target");
   }
   if (!problems.empty()) {
-    std::string msg = "checkpoint: " + path + " does not match the target (" +
+    std::string msg = "checkpoint: " + where + " does not match the target (" +
                       std::to_string(problems.size()) + " mismatch" +
                       (problems.size() == 1 ? "" : "es") + "):";
     for (const auto& p : problems) msg += "\n  " + p;
     throw Error(msg);
   }
   State out;
-  for (const auto& m : matches)
-    out.set(m.path, array(zarr::read_array(*item.store, m.name, m.info)));
+  for (const auto& [t, i] : matches) {
+    Array a = stored[i].read();
+    if (a.dtype() != target[t].second.dtype) a = numpy::astype(a, target[t].second.dtype);
+    out.set(target[t].first, std::move(a));
+  }
   return out;
+}
+
+bool is_orbax_item(const fs::path& path) {
+  // A folder holding a msgpack `checkpoint` and no Orbax metadata is legacy Orbax or t5x.
+  return fs::is_directory(path) &&
+         (has_array_keys(path) || !fs::is_regular_file(path / "checkpoint"));
+}
+
+}  // namespace
+
+State StandardCheckpointer::restore(
+    const std::string& path, const std::vector<std::pair<std::string, ShapeDtype>>& target) const {
+  const bool cast = options_.cast_dtypes;
+  if (!is_orbax_item(path)) {
+    // Flax msgpack, legacy Orbax, t5x or safetensors: leaves named by '.'- or '/'-joined keys.
+    LoadedCheckpoint loaded = load_any(path);
+    const bool t5x = loaded.format == "t5x";
+    std::vector<Stored> stored;
+    for (auto& leaf : loaded.leaves) {
+      std::string name = leaf.path;
+      std::replace(name.begin(), name.end(), '/', '.');
+      const HostTensor value = leaf.value;
+      stored.push_back({name,
+                        [value] {
+                          return ShapeDtype{value.shape(), value.dtype(), false};
+                        },
+                        [value] { return array(value); }, ""});
+    }
+    // A model's parameters are t5x's optimizer target ("target.<path>"); its optimizer state
+    // ("state.<path>") is no extra parameter.
+    return match_and_read(
+        path, stored, target,
+        [&](const std::string& p) -> std::vector<std::string> {
+          if (t5x) return {"target." + p};
+          return {p, layout::param_name(p)};
+        },
+        [&](const std::string& n) { return t5x && n.rfind("target.", 0) != 0; }, cast);
+  }
+  const Item item = open_item(path);
+  std::vector<Stored> stored;
+  for (const StoredParam& sp : item.params) {
+    const bool array_type =
+        sp.value_type == "jax.Array" || sp.value_type == "np.ndarray" || sp.value_type == "scalar";
+    const KvStore* store = item.store.get();
+    const std::string name = sp.name;
+    auto info = std::make_shared<std::optional<zarr::ArrayInfo>>();
+    auto read_info = [store, name, info]() -> const zarr::ArrayInfo& {
+      if (!*info) *info = zarr::read_info(*store, name);
+      return **info;
+    };
+    stored.push_back(
+        {name,
+         [read_info] {
+           const zarr::ArrayInfo& i = read_info();
+           return ShapeDtype{i.shape, i.dtype, false};
+         },
+         [store, name, read_info] { return array(zarr::read_array(*store, name, read_info())); },
+         array_type ? "" : sp.value_type});
+  }
+  return match_and_read(
+      path, stored, target,
+      [](const std::string& p) -> std::vector<std::string> {
+        return {layout::param_name(p), p};
+      },
+      [](const std::string&) { return false; }, cast);
 }
 
 }  // namespace cujax::checkpoint
