@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "checkpoint/kvstore.h"
+#include "checkpoint/msgpack_checkpoint.h"
+#include "checkpoint/ocdbt.h"
+#include "checkpoint/safetensors.h"
+#include "checkpoint/zarr.h"
 #include "cli/model_dir.h"
 #include "cujax/checkpoint.h"
 #include "cujax/core/error.h"
@@ -260,7 +267,9 @@ Checkpoint& checkpoint() {
     Checkpoint c;
     c.dir = scratch() / "ckpt";
     const checkpoint::HostState s = checkpoint_state();
-    checkpoint::StandardCheckpointer().save(c.dir.string(), s);
+    // The zarr v2 folders, whose file names are fixed (OCDBT's data files are named at random;
+    // the ocdbt target below takes whole databases).
+    checkpoint::StandardCheckpointer({.use_ocdbt = false}).save(c.dir.string(), s);
     for (const auto& e : fs::recursive_directory_iterator(c.dir))
       if (e.is_regular_file()) c.files.push_back(e.path());
     std::sort(c.files.begin(), c.files.end());
@@ -301,6 +310,218 @@ void checkpoint_seeds(const std::string& dir) {
       if (ch == '/') ch = '_';
     write_file(fs::path(dir) / file, std::string(1, static_cast<char>(i)) + c.contents[i]);
   }
+}
+
+// ---- The checkpoint formats' readers on whole inputs. OCDBT databases and zarr arrays are
+// folders, so those inputs are small archives of files: repeated (u16 LE name length, name,
+// u32 LE content length, content), names of [A-Za-z0-9._/-] with no empty or ".." part. An
+// input that is no such archive is skipped.
+
+std::string pack_files(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string out;
+  for (const auto& [name, bytes] : files) {
+    out += static_cast<char>(name.size() & 0xff);
+    out += static_cast<char>(name.size() >> 8);
+    out += name;
+    for (int i = 0; i < 4; ++i) out += static_cast<char>((bytes.size() >> (8 * i)) & 0xff);
+    out += bytes;
+  }
+  return out;
+}
+
+// Every file under `dir`, named relative to it, for pack_files.
+std::vector<std::pair<std::string, std::string>> folder_files(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file())
+      files.emplace_back(fs::relative(e.path(), dir).string(), read_file(e.path()));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool safe_name(std::string_view name) {
+  if (name.empty() || name.size() > 200) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-' &&
+        c != '/')
+      return false;
+  size_t start = 0;
+  while (start <= name.size()) {
+    const size_t slash = std::min(name.find('/', start), name.size());
+    const std::string_view part = name.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+// Writes the archive's files into a fresh `dir`; false when `bytes` is not an archive.
+bool unpack_files(std::string_view bytes, const fs::path& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  size_t at = 0, count = 0;
+  while (at < bytes.size()) {
+    if (++count > 32 || bytes.size() - at < 2) return false;
+    const size_t n = static_cast<unsigned char>(bytes[at]) |
+                     static_cast<size_t>(static_cast<unsigned char>(bytes[at + 1])) << 8;
+    at += 2;
+    if (bytes.size() - at < n + 4) return false;
+    const std::string_view name = bytes.substr(at, n);
+    at += n;
+    size_t len = 0;
+    for (int i = 0; i < 4; ++i)
+      len |= static_cast<size_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+    at += 4;
+    if (!safe_name(name) || bytes.size() - at < len) return false;
+    const fs::path file = dir / std::string(name);
+    fs::create_directories(file.parent_path(), ec);
+    if (ec || fs::is_directory(file)) return false;
+    write_file(file, bytes.substr(at, len));
+    at += len;
+  }
+  return count > 0;
+}
+
+// The shared interop fixtures (../shared/interop), when present, for the seeds.
+fs::path interop_dir() {
+  const char* env = std::getenv("CUJAX_SHARED_DIR");
+  return fs::path(env ? env : "../shared") / "interop";
+}
+
+void write_seed(const std::string& dir, const std::string& name, std::string_view bytes) {
+  write_file(fs::path(dir) / name, bytes);
+}
+
+// OCDBT: every key of the latest generation read, and the version tree walked.
+void ocdbt_one(std::string_view bytes) {
+  const fs::path dir = scratch() / "ocdbt";
+  if (!unpack_files(bytes, dir)) return;
+  const checkpoint::ocdbt::Database db(dir);
+  for (const auto& k : db.keys())
+    if (!db.get(k)) broken("ocdbt: listed key '" + k + "' has no value");
+  db.versions();
+}
+
+void ocdbt_seeds(const std::string& dir) {
+  std::map<std::string, std::string> values = {
+      {"a/.zarray", "{}"}, {"a/0", std::string(3000, 'x')}, {"b/0", "small"}, {"c", ""}};
+  checkpoint::ocdbt::WriteOptions several_leaves;
+  several_leaves.max_leaf_entries = 2;  // an interior root over two leaves
+  int i = 0;
+  for (const auto& options : {checkpoint::ocdbt::WriteOptions{}, several_leaves}) {
+    const fs::path db = scratch() / ("ocdbt_seed" + std::to_string(i));
+    fs::remove_all(db);
+    checkpoint::ocdbt::write_database(db, values, options);
+    write_seed(dir, "cujax_" + std::to_string(i++), pack_files(folder_files(db)));
+  }
+  // Orbax's layout as cujax writes it: ocdbt.process_0/ under a merged top-level database.
+  const fs::path item = scratch() / "ocdbt_seed_orbax";
+  fs::remove_all(item);
+  checkpoint::StandardCheckpointer().save(item.string(), checkpoint_state());
+  write_seed(dir, "cujax_orbax", pack_files(folder_files(item)));
+  const fs::path fixture = interop_dir() /
+                           "orbax/v0_checkpoints/direct_checkpoint/"
+                           "checkpoint_metadata_present/pytree_checkpointable_has_metadata";
+  if (fs::is_directory(fixture)) write_seed(dir, "orbax_v0", pack_files(folder_files(fixture)));
+}
+
+// zarr v3 (and v2) arrays in a folder or in an OCDBT database: every array read.
+void zarr3_one(std::string_view bytes) {
+  const fs::path dir = scratch() / "zarr3";
+  if (!unpack_files(bytes, dir)) return;
+  const auto store = checkpoint::open_store(dir);
+  int arrays = 0;
+  for (const auto& k : store->keys()) {
+    for (const std::string sfx : {"/zarr.json", "/.zarray"}) {
+      if (k.size() <= sfx.size() || k.compare(k.size() - sfx.size(), sfx.size(), sfx) != 0)
+        continue;
+      if (++arrays > 8) return;
+      const std::string name = k.substr(0, k.size() - sfx.size());
+      const auto info = checkpoint::zarr::read_info(*store, name);
+      const HostTensor t = checkpoint::zarr::read_array(*store, name, info);
+      if (t.shape() != info.shape || t.dtype() != info.dtype) broken("zarr: " + name + " misread");
+    }
+  }
+}
+
+void zarr3_seeds(const std::string& dir) {
+  // A plain folder: int32 [6] in chunks of 4 (the second one padded), default key encoding.
+  const std::string meta =
+      R"({"zarr_format": 3, "node_type": "array", "shape": [6], "data_type": "int32", )"
+      R"("chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}}, )"
+      R"("chunk_key_encoding": {"name": "default"}, "fill_value": 0, )"
+      R"("codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})";
+  std::string c0, c1;
+  for (int32_t v = 0; v < 8; ++v) (v < 4 ? c0 : c1).append(reinterpret_cast<const char*>(&v), 4);
+  write_seed(dir, "cujax_plain", pack_files({{"a/zarr.json", meta}, {"a/c/0", c0}, {"a/c/1", c1}}));
+  const fs::path fixture = interop_dir() /
+                           "orbax/v1_checkpoints/composite_checkpoint/"
+                           "checkpoint_metadata_present/pytree_checkpointable_has_metadata/state";
+  if (fs::is_directory(fixture))
+    write_seed(dir, "orbax_v1_sharded", pack_files(folder_files(fixture)));
+}
+
+// Flax msgpack, legacy Orbax and t5x: a folder holding `checkpoint`. What a Flax msgpack file
+// gives must survive serialize() and a second reading.
+void msgpack_one(std::string_view bytes) {
+  const fs::path dir = scratch() / "msgpack";
+  if (!unpack_files(bytes, dir) || !fs::is_regular_file(dir / "checkpoint")) return;
+  const auto loaded = checkpoint::msgpack_checkpoint::read(dir);
+  if (loaded.format != "flax msgpack") return;
+  std::string again;
+  try {
+    again = checkpoint::msgpack_checkpoint::serialize(loaded.leaves);
+  } catch (const Error&) {
+    return;  // paths serialize() refuses (empty keys, a key both leaf and dict)
+  }
+  auto back = checkpoint::msgpack_checkpoint::parse(again, dir, "serialized again").leaves;
+  auto want = loaded.leaves;
+  auto by_path = [](const checkpoint::Leaf& a, const checkpoint::Leaf& b) {
+    return a.path < b.path;
+  };
+  std::sort(back.begin(), back.end(), by_path);
+  std::sort(want.begin(), want.end(), by_path);
+  if (back.size() != want.size()) broken("msgpack: serialized again, the leaves changed");
+  for (size_t i = 0; i < back.size(); ++i)
+    if (back[i].path != want[i].path || !same_tensor(back[i].value, want[i].value))
+      broken("msgpack: '" + want[i].path + "' changed when serialized again");
+}
+
+void msgpack_seeds(const std::string& dir) {
+  std::vector<checkpoint::Leaf> leaves;
+  for (const auto& e : checkpoint_state().entries) leaves.push_back({e.path, e.value});
+  write_seed(dir, "cujax_flax",
+             pack_files({{"checkpoint", checkpoint::msgpack_checkpoint::serialize(leaves)}}));
+  const std::pair<const char*, const char*> fixtures[] = {
+      {"t5x_tiny_t5", "formats/t5x_tiny_t5/checkpoint_1"},
+      {"orbax_aggregate_some", "formats/orbax_aggregate_some.checkpoint"}};
+  for (const auto& [name, folder] : fixtures)
+    if (fs::is_directory(interop_dir() / folder))
+      write_seed(dir, name, pack_files(folder_files(interop_dir() / folder)));
+}
+
+// safetensors: what is accepted must survive serialize() and a second reading.
+void safetensors_one(std::string_view bytes) {
+  const auto leaves = checkpoint::safetensors::parse(bytes, "fuzz input");
+  const auto back =
+      checkpoint::safetensors::parse(checkpoint::safetensors::serialize(leaves), "again");
+  std::map<std::string, const HostTensor*> by_path;
+  for (const auto& l : back) by_path[l.path] = &l.value;
+  if (by_path.size() != leaves.size()) broken("safetensors: serialized again, the tensors changed");
+  for (const auto& l : leaves) {
+    auto it = by_path.find(l.path);
+    if (it == by_path.end() || !same_tensor(*it->second, l.value))
+      broken("safetensors: '" + l.path + "' changed when serialized again");
+  }
+}
+
+void safetensors_seeds(const std::string& dir) {
+  std::vector<checkpoint::Leaf> leaves;
+  for (const auto& e : checkpoint_state().entries) leaves.push_back({e.path, e.value});
+  write_seed(dir, "cujax", checkpoint::safetensors::serialize(leaves, {{"format", "pt"}}));
+  const fs::path fixture = interop_dir() / "formats/safetensors_minimal/test.safetensors";
+  if (fs::is_regular_file(fixture)) write_seed(dir, "readme_example", read_file(fixture));
 }
 
 // ---- config.json of a model directory: read its "model" section as cujax generate/serve do;
@@ -420,6 +641,10 @@ const std::vector<Target>& targets() {
       {"npy", [] {}, npy_one, npy_seeds},
       {"bundle", [] {}, bundle_one, bundle_seeds},
       {"checkpoint", checkpoint_init, checkpoint_one, checkpoint_seeds},
+      {"ocdbt", [] {}, ocdbt_one, ocdbt_seeds},
+      {"zarr3", [] {}, zarr3_one, zarr3_seeds},
+      {"msgpack", [] {}, msgpack_one, msgpack_seeds},
+      {"safetensors", [] {}, safetensors_one, safetensors_seeds},
       {"config", [] {}, config_one, config_seeds},
 #ifdef CUJAX_FUZZ_HAVE_SERVER
       {"server", server_init, server_one, server_seeds},

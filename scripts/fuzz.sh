@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(parser bytecode exported jax_export npy bundle checkpoint config server)
+[ ${#targets[@]} -gt 0 ] || targets=(parser bytecode exported jax_export npy bundle checkpoint ocdbt zarr3
+  msgpack safetensors config server)
 jobs="${JOBS:-2}"
 
 # The uninstrumented rest of the library comes from the cpu preset's build (fuzz/CMakeLists.txt).
