@@ -54,4 +54,18 @@ while IFS= read -r dir; do
   missing="${dir##*/missing_pytree_data_}"; missing="${missing#dir_}"; missing="${missing#file_}"
   [ $rc -eq 1 ] && grep -qF "$dir/$missing" "$work/out" || fail "critical $dir (rc $rc): $(cat "$work/out")"
 done < <(find "$orbax" -path '*/critical_metadata_alterations/*' -name _CHECKPOINT_METADATA -printf '%h\n')
+# convert: an Orbax fixture through every format written, back to safetensors byte for byte.
+src_ckpt="$orbax/v0_checkpoints/direct_checkpoint/checkpoint_metadata_present/pytree_checkpointable_has_metadata"
+"$cujax" checkpoint convert "$src_ckpt" "$work/ref.safetensors" --to safetensors || fail "convert to safetensors"
+prev="$work/ref.safetensors"
+for to in ocdbt zarr msgpack safetensors; do
+  "$cujax" checkpoint convert "$prev" "$work/chain.$to" --to $to || fail "convert $prev to $to"
+  prev="$work/chain.$to"
+done
+cmp -s "$work/ref.safetensors" "$prev" || fail "convert through ocdbt, zarr and msgpack changed a leaf"
+"$cujax" checkpoint show "$work/chain.ocdbt" >"$work/out" 2>&1
+grep -qxF "$a" "$work/out" && grep -qxF "$bc" "$work/out" || fail "show after convert: $(cat "$work/out")"
+expect_usage_error "convert --to npz" "--to must be" checkpoint convert "$src_ckpt" "$work/x" --to npz
+expect_usage_error "convert onto an existing path" "already exists" \
+  checkpoint convert "$src_ckpt" "$work/ref.safetensors" --to msgpack
 finish cli_checkpoint_show
