@@ -324,10 +324,9 @@ AttrRef Reader::custom_attr(Cursor& c, size_t dialect) {
   const uint64_t code = c.varint();
   if (d == "vhlo") return vhlo_attr(c, code, at);
   if (d == "builtin") return builtin_attr(c, code, at);
-  ctx_.fail(
-      at,
-      "attribute of dialect '" + std::string(d) + "' (producer " + producer_ +
-          ") is not supported: cujax reads VHLO and builtin attributes, not Shardy's or others'");
+  if (d == "sdy") return sdy_attr(c, code, at);
+  ctx_.fail(at, "attribute of dialect '" + std::string(d) + "' (producer " + producer_ +
+                    ") is not supported: cujax reads VHLO, builtin and Shardy (sdy) attributes");
 }
 
 std::shared_ptr<BAttr> Reader::enum_attr(Cursor& c, const char* kind,

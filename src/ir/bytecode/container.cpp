@@ -369,9 +369,17 @@ void Reader::read_properties_of(BOp& op, std::pair<size_t, size_t> range, size_t
     std::vector<std::string> names(info->attributes.begin(), info->attributes.end());
     std::sort(names.begin(), names.end());
     for (const auto& n : names) op.attrs.emplace_back(n, attr_ref(c));
+  } else if (op.dialect == "sdy" && (op.name == "mesh" || op.name == "sharding_constraint")) {
+    // ODS properties, in the order of their names: sdy.mesh's mesh and sym_name, a constraint's
+    // sharding.
+    const std::vector<const char*> names = op.name == "mesh"
+                                               ? std::vector<const char*>{"mesh", "sym_name"}
+                                               : std::vector<const char*>{"sharding"};
+    for (const char* n : names) op.attrs.emplace_back(n, attr_ref(c));
   } else {
     fail(at, "properties of op " + op.dialect + "." + op.name + " (producer " + producer_ +
-                 ") cannot be read: cujax reads VHLO and builtin ops only");
+                 ") cannot be read: cujax reads VHLO and builtin ops, and Shardy's sdy.mesh and "
+                 "sdy.sharding_constraint");
   }
   if (!c.empty()) c.fail("trailing bytes in the properties of " + op.dialect + "." + op.name);
 }

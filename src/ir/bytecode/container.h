@@ -54,15 +54,17 @@ struct BAttr {
     OutputOperandAlias,
     DenseArray,
     Location,
+    Sdy,
     Verbatim
   };
   Kind kind = Kind::Verbatim;
   bool boolean = false;
   uint64_t bits = 0;  // Int: two's-complement value; Float: the IEEE bits
   TypeRef type;       // Int/Float/Tensor/TypeA/DenseArray
-  std::string text;   // String/Symbol value; Enum kind ("comparison_direction"); Verbatim/Location
-  std::string enum_value;
-  std::vector<AttrRef> elements;                     // Array
+  std::string text;   // String/Symbol value; Enum kind ("comparison_direction"); Verbatim/Location;
+                      // Sdy: the text Shardy prints after the mnemonic when nested ("\"a\"=2")
+  std::string enum_value;         // Enum value; Sdy: the mnemonic ("mesh", "sharding", "axis_ref")
+  std::vector<AttrRef> elements;  // Array
   std::vector<std::pair<AttrRef, AttrRef>> entries;  // Dict: name (String) -> value
   std::vector<int64_t> ints;  // TypeExtensions bounds; OutputOperandAlias: out..., -1, idx, op...
   std::vector<int64_t> ints2;
@@ -114,5 +116,17 @@ class Container {
   virtual AttrRef attribute(uint64_t index, size_t at) = 0;
   [[noreturn]] virtual void fail(size_t at, const std::string& msg) const = 0;
 };
+
+}  // namespace cujax::ir::bytecode
+
+namespace cujax::ir::bytecode {
+
+// A Shardy attribute as MLIR prints it on its own: `#sdy.sharding<@mesh, [{"a"}]>`, or, where the
+// text after the mnemonic is not `<...>`, inside the dialect's brackets: `#sdy<manual_axes{"a"}>`.
+inline std::string sdy_attr_text(const BAttr& a) {
+  const std::string& b = a.text;
+  if (!b.empty() && b.front() == '<' && b.back() == '>') return "#sdy." + a.enum_value + b;
+  return "#sdy<" + a.enum_value + b + ">";
+}
 
 }  // namespace cujax::ir::bytecode

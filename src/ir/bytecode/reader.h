@@ -205,6 +205,11 @@ class Reader final : public Container {
 
   AttrRef builtin_attr(Cursor& c, uint64_t code, size_t at);
 
+  // Shardy's attributes (sdy_attrs.cpp), by the codes of Shardy's bytecode.td.
+  AttrRef sdy_attr(Cursor& c, uint64_t code, size_t at);
+  AttrRef sdy_ref(Cursor& c, const char* mnemonic);
+  std::string sdy_list(Cursor& c, const char* mnemonic);
+
   // ---- IR ------------------------------------------------------------------------------------
   int64_t slot(Scope& s, uint64_t index, size_t at);
   void define(Scope& s, std::vector<int64_t>& ids, size_t n, size_t at);

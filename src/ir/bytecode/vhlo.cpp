@@ -126,8 +126,12 @@ class Emitter {
     if (mod.regions.size() != 1 || mod.regions[0]->blocks.size() != 1)
       fail(mod, "expected one block");
     for (const auto& op : mod.regions[0]->blocks[0]->ops) {
+      if (op->dialect == "sdy" && op->name == "mesh") {
+        mesh(*op, out);
+        continue;
+      }
       if (op->dialect != "vhlo" || op->name != "func_v1")
-        fail(*op, "only functions may be in the module");
+        fail(*op, "only functions and sdy.mesh may be in the module");
       func(*op, out);
     }
     out += "}\n";
@@ -144,6 +148,20 @@ class Emitter {
     for (const auto& [k, v] : op.attrs)
       if (k == name) return v.get();
     return nullptr;
+  }
+
+  // `sdy.mesh @name = <["a"=2]>`, as JAX prints a Shardy module.
+  void mesh(const BOp& op, std::string& out) {
+    const BAttr* name = find(op, "sym_name");
+    const BAttr* m = find(op, "mesh");
+    if (!name || name->kind != K::String || !m || m->kind != K::Sdy || m->enum_value != "mesh")
+      fail(op, "expected a symbol name and an sdy mesh");
+    out += "  sdy.mesh @" + symbol(name->text) + " = " + m->text;
+    std::vector<std::pair<std::string, AttrRef>> rest;
+    for (const auto& [k, v] : op.attrs)
+      if (k != "sym_name" && k != "mesh") rest.emplace_back(k, v);
+    if (!rest.empty()) out += " " + dict_text(rest, op);
+    out += "\n";
   }
 
   // ---- attributes --------------------------------------------------------------------------
@@ -327,6 +345,8 @@ class Emitter {
         }
         return s + ">";
       }
+      case K::Sdy:
+        return bytecode::sdy_attr_text(a);
       case K::Location:
       case K::Verbatim:
         return a.text;
@@ -601,7 +621,8 @@ class Emitter {
   }
 
   std::string op_name(const BOp& op, bool in_func_body) {
-    if (op.dialect != "vhlo") fail(op, "only VHLO ops can be read");
+    if (op.dialect != "vhlo")
+      fail(op, "only VHLO ops, sdy.mesh and sdy.sharding_constraint can be read");
     const bytecode::VhloOpInfo* info = bytecode::find_vhlo_op(op.name);
     if (!info)
       fail(op, "unknown VHLO op (newest StableHLO cujax knows: " +
@@ -615,6 +636,8 @@ class Emitter {
   void op_text(const BOp& op, bool in_func_body, std::string& out, const std::string& indent,
                int depth) {
     if (depth > bytecode::kMaxDepth) fail(op, "regions nested too deeply");
+    if (op.dialect == "sdy" && op.name == "sharding_constraint")
+      return sharding_constraint(op, out, indent);
     const std::string name = op_name(op, in_func_body);
     const std::string b = base_name(op.name);
     out += indent;
@@ -669,6 +692,22 @@ class Emitter {
       out += " loc(" + op.loc->text + ")";
     out += "\n";
     for (size_t i = 0; i < op.result_ids.size(); ++i) types_[op.result_ids[i]] = op.result_types[i];
+  }
+
+  // `%r = sdy.sharding_constraint %x <@mesh, [{"a"}]> : tensor<8xf32>`, as JAX prints it.
+  void sharding_constraint(const BOp& op, std::string& out, const std::string& indent) {
+    const BAttr* sh = find(op, "sharding");
+    if (!sh || sh->kind != K::Sdy || sh->enum_value != "sharding")
+      fail(op, "expected an sdy sharding");
+    if (op.attrs.size() != 1) fail(op, "attributes beside the sharding");
+    if (op.operands.size() != 1 || op.result_types.size() != 1)
+      fail(op, "expected one operand and one result");
+    out += indent + value(op.result_ids[0]) + " = sdy.sharding_constraint " +
+           value(op.operands[0]) + " " + sh->text + " : " + type_text(*op.result_types[0]);
+    if (op.loc && op.loc->kind == K::Location && op.loc->text != "unknown")
+      out += " loc(" + op.loc->text + ")";
+    out += "\n";
+    types_[op.result_ids[0]] = op.result_types[0];
   }
 
   std::string operand_type(const BOp& op, size_t i) {
