@@ -351,6 +351,56 @@ TEST(NnxTraining, ValueAndGradMatchesTheFunctionalForm) {
   EXPECT_FALSE(model.linear1.kernel->value.is_tracer());
 }
 
+// argnums as Flax and JAX: 0 is the module (the gradient of its Params, a State), i > 0 the
+// i-th other argument; one argnum gives its gradient, several a tuple. References: the
+// functional form differentiated by cujax::value_and_grad, and finite differences in x.
+TEST(NnxTraining, ValueAndGradWithArgnums) {
+  nnx::Rngs rngs(1);
+  TwoLayers model(rngs);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 15), {5, 3});
+  const Array y = jnp::reshape(jnp::linspace(0.0, 1.0, 10), {5, 2});
+  auto loss_fn = [](TwoLayers& m, const Array& xs, const Array& ys) {
+    return jnp::mean(jnp::square(m(xs) - ys));
+  };
+  const State params = nnx::state(model, VariableKind::Param);
+  auto [want_loss, want] = cujax::value_and_grad(
+      [&](const State& p, const Array& xs, const Array& ys) {
+        return nnx::functional_call(model, p, [&] { return loss_fn(model, xs, ys); });
+      },
+      argnums<0, 1, 2>)(params, x, y);
+  auto [loss, gx] = nnx::value_and_grad(loss_fn, argnums<1>)(model, x, y);
+  expect_close(loss, want_loss, 1e-6);
+  ASSERT_EQ(gx.shape(), x.shape());
+  expect_close(gx, std::get<1>(want), 1e-6);
+  // d loss / d x[2, 1] by central differences in f64.
+  const Array x64 = jnp::astype(x, DType::F64);
+  auto at = [&](double eps) {
+    std::vector<double> v = x64.to_vector<double>();
+    v[2 * 3 + 1] += eps;
+    return loss_fn(model, jnp::reshape(jnp::array(v), {5, 3}), y).item<double>();
+  };
+  EXPECT_NEAR(gx.to_vector<float>()[2 * 3 + 1], (at(1e-6) - at(-1e-6)) / 2e-6, 1e-5);
+  auto [gp, gy] = nnx::grad(loss_fn, argnums<0, 2>)(model, x, y);
+  ASSERT_EQ(gp.size(), 4u);
+  for (const auto& [path, g] : std::get<0>(want)) expect_close(gp.at(path), g, 1e-6);
+  expect_close(gy, std::get<2>(want), 1e-6);
+  // With has_aux: ((loss, aux), (grads...)) and (grads, aux).
+  auto aux_fn = [](TwoLayers& m, const Array& xs, const Array& ys) {
+    const Array out = m(xs);
+    return std::make_pair(jnp::mean(jnp::square(out - ys)), out);
+  };
+  auto r = nnx::value_and_grad(aux_fn, argnums<0, 1>, has_aux)(model, x, y);
+  expect_close(r.first.first, want_loss, 1e-6);
+  expect_close(r.first.second, model(x), 1e-6);
+  expect_close(std::get<0>(r.second).at("linear1.kernel"), std::get<0>(want).at("linear1.kernel"),
+               1e-6);
+  expect_close(std::get<1>(r.second), std::get<1>(want), 1e-6);
+  auto [gx2, aux] = nnx::grad(aux_fn, argnums<1>, has_aux)(model, x, y);
+  expect_close(gx2, std::get<1>(want), 1e-6);
+  expect_close(aux, model(x), 1e-6);
+  EXPECT_FALSE(model.linear1.kernel->value.is_tracer());
+}
+
 TEST(NnxTraining, OptimizerUpdatesTheModelInPlace) {
   nnx::Rngs rngs(2);
   TwoLayers model(rngs);
