@@ -411,7 +411,9 @@ TEST(NnxTraining, OptimizerUpdatesTheModelInPlace) {
   const State before = nnx::state(model);
   auto [loss, grads] = nnx::value_and_grad(loss_fn)(model);
   optimizer.update(grads);
-  EXPECT_EQ(optimizer.step(), 1);
+  EXPECT_EQ(optimizer.step.value.dtype(), DType::U32);  // Flax's nnx.OptState(uint32)
+  EXPECT_EQ(optimizer.step.value.item<uint32_t>(), 1u);
+  EXPECT_EQ(optimizer.step.kind, VariableKind::OptState);
   for (const auto& [path, p] : nnx::state(model))
     expect_close(p, before.at(path) - 0.1 * grads.at(path), 1e-6);
   // Training lowers the loss.
@@ -461,7 +463,8 @@ TEST(NnxJit, TrainStepMatchesEagerStepsAndTracesOnce) {
     expect_close(loss, want_loss, 1e-5);
   }
   EXPECT_EQ(traces, 1);
-  EXPECT_EQ(jitted_opt.step(), 5);
+  EXPECT_EQ(jitted_opt.step.value.item<uint32_t>(), 5u);  // counted inside the program
+  EXPECT_FALSE(jitted_opt.step.value.is_tracer());
   const State want = nnx::state(eager_model);
   for (const auto& [path, p] : nnx::state(jitted_model)) {
     EXPECT_FALSE(p.is_tracer()) << path;
@@ -493,7 +496,7 @@ TEST(NnxJit, AnOptimizerWithoutItsModelIsAnError) {
     EXPECT_FALSE(p.is_tracer()) << path;
     expect_close(p, before.at(path), 0);
   }
-  EXPECT_EQ(optimizer.step(), 0);
+  EXPECT_EQ(optimizer.step.value.item<uint32_t>(), 0u);
 }
 
 // Dropout's RNG count is state the step changes: under nnx::jit it advances each call as it
@@ -536,6 +539,51 @@ TEST(NnxJit, EvalShapeIsARestoreTarget) {
   ASSERT_EQ(restored.size(), want.size());
   for (const auto& [path, p] : want) expect_close(restored.at(path), p, 0);
   nnx::update(model, restored);
+  std::filesystem::remove_all(dir);
+}
+
+// nnx::state(optimizer) holds the step and the optimizer state: checkpointed with the model's
+// and restored into a new optimizer, training goes on exactly as it would have.
+TEST(NnxJit, OptimizerStepAndStateCheckpointAndResume) {
+  nnx::Rngs rngs_a(6), rngs_b(6);
+  TwoLayers model(rngs_a), resumed_model(rngs_b);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 15), {5, 3});
+  const Array y = jnp::reshape(jnp::linspace(0.0, 1.0, 10), {5, 2});
+  auto loss_fn = [](TwoLayers& m, const Array& xs, const Array& ys) {
+    return jnp::mean(jnp::square(m(xs) - ys));
+  };
+  nnx::Optimizer optimizer(model, optax::adam(0.05));
+  auto train_step =
+      nnx::jit([&](TwoLayers& m, nnx::Optimizer& opt, const Array& xs, const Array& ys) {
+        auto [loss, grads] = nnx::value_and_grad(loss_fn)(m, xs, ys);
+        opt.update(grads);
+        return loss;
+      });
+  for (int i = 0; i < 3; ++i) train_step(model, optimizer, x, y);
+  const State opt_state = nnx::state(optimizer);
+  EXPECT_EQ(opt_state.at("step").item<uint32_t>(), 3u);
+  EXPECT_EQ(opt_state.size(), 1 + optimizer.opt_state().size());
+  const std::string dir = ::testing::TempDir() + "/nnx_optimizer_ckpt";
+  std::filesystem::remove_all(dir);
+  checkpoint::StandardCheckpointer ckpt;
+  ckpt.save(dir + "/model", nnx::state(model));
+  ckpt.save(dir + "/optimizer", opt_state);
+
+  nnx::Optimizer resumed(resumed_model, optax::adam(0.05));
+  nnx::update(resumed_model, ckpt.restore(dir + "/model", nnx::state(resumed_model)));
+  nnx::update(resumed, ckpt.restore(dir + "/optimizer", nnx::state(resumed)));
+  EXPECT_EQ(resumed.step.value.item<uint32_t>(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    const Array want = train_step(model, optimizer, x, y);
+    expect_close(train_step(resumed_model, resumed, x, y), want, 0);
+  }
+  EXPECT_EQ(resumed.step.value.item<uint32_t>(), 5u);
+  for (const auto& [path, p] : nnx::state(model))
+    expect_close(nnx::state(resumed_model).at(path), p, 0);
+  State wrong = nnx::state(resumed);
+  wrong.set("step", jnp::zeros({}, DType::I32));
+  EXPECT_NE(message_of([&] { nnx::update(resumed, wrong); }).find("'step' is i32[]"),
+            std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

@@ -131,6 +131,8 @@ const char* kind_name(VariableKind kind) {
       return "RngState";
     case VariableKind::MetricState:
       return "MetricState";
+    case VariableKind::OptState:
+      return "OptState";
   }
   return "?";
 }

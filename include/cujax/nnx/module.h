@@ -26,8 +26,9 @@
 
 namespace cujax::nnx {
 
-// The variable types of Flax NNX (nnx.Param, nnx.BatchStat, nnx.Cache, nnx.RngState).
-enum class VariableKind { Param, BatchStat, Cache, RngState, MetricState };
+// The variable types of Flax NNX (nnx.Param, nnx.BatchStat, nnx.Cache, nnx.RngState,
+// nnx.metrics.MetricState, nnx.OptState).
+enum class VariableKind { Param, BatchStat, Cache, RngState, MetricState, OptState };
 const char* kind_name(VariableKind kind);  // "Param", ...
 
 // Every live Variable and Module is known by address, so that one held as a member without

@@ -48,20 +48,29 @@ class Optimizer {
 
   Module& model() const { return *model_; }
   const optax::OptState& opt_state() const { return opt_state_; }
-  // Updates applied so far (Flax's optimizer.step).
-  int64_t step() const { return step_; }
+  // Flax's optimizer.step: the updates applied so far, an OptState variable holding a u32
+  // scalar that update() advances (inside the program under nnx::jit). nnx::state(optimizer)
+  // holds it, so it is checkpointed with the optimizer state.
+  Variable step;
 
  private:
   friend struct detail::OptimizerAccess;  // nnx::jit swaps the state in and out
+  friend State state(Optimizer& optimizer);
+  friend void update(Optimizer& optimizer, const State& state);
   Optimizer(Module& model, const State& params, optax::GradientTransformation tx, Filter wrt);
   Module* model_;
   Filter wrt_;
   optax::OptState opt_state_;
-  int64_t step_ = 0;
   std::function<std::pair<State, optax::OptState>(const State&, const optax::OptState&,
                                                   const State&)>
       step_fn_;
 };
+
+// nnx.state(optimizer): "step" and the optimizer state under "opt_state.<path>", to checkpoint
+// beside the model's state. nnx::update(optimizer, state) puts such a State back (every path
+// present, with its shape and dtype), e.g. after restoring a checkpoint.
+State state(Optimizer& optimizer);
+void update(Optimizer& optimizer, const State& state);
 
 namespace detail {
 // The module a differentiated function runs on: a static argument of the jitted gradient, so
