@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cujax/checkpoint.h"
@@ -539,6 +540,43 @@ TEST(NnxJit, EvalShapeIsARestoreTarget) {
   ASSERT_EQ(restored.size(), want.size());
   for (const auto& [path, p] : want) expect_close(restored.at(path), p, 0);
   nnx::update(model, restored);
+  std::filesystem::remove_all(dir);
+}
+
+// Flax's restore into an abstract model: eval_shape's model, split for the restore target, merged
+// with the restored state. Before the merge its values are abstract (reading or computing with
+// one throws); after it the model computes what the saved one did.
+TEST(NnxJit, MergeIntoAnAbstractModel) {
+  nnx::Rngs rngs(5);
+  TwoLayers model(rngs);
+  const std::string dir = ::testing::TempDir() + "/nnx_abstract_model_ckpt";
+  std::filesystem::remove_all(dir);
+  checkpoint::StandardCheckpointer ckpt;
+  ckpt.save(dir, nnx::state(model));
+  auto abstract = nnx::abstract_model([] {
+    nnx::Rngs r(99);
+    return std::make_unique<TwoLayers>(r);
+  });
+  static_assert(std::is_same_v<decltype(abstract), std::unique_ptr<TwoLayers>>);
+  const Array& k = abstract->linear1.kernel->value;
+  EXPECT_EQ(k.aval().str(), "f32[3,4]");
+  EXPECT_TRUE(k.is_tracer());
+  EXPECT_THROW(k.to_host(), ConcretizationError);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 6), {2, 3});
+  EXPECT_NE(message_of([&] { (*abstract)(x); }).find("outside of its trace"), std::string::npos);
+  // A jitted call on the abstract model throws too: its values have no concrete value.
+  auto forward = nnx::jit([](TwoLayers& m, const Array& in) { return m(in); });
+  EXPECT_NE(message_of([&] { forward(*abstract, x); }).find("has no concrete value"),
+            std::string::npos);
+
+  auto [graphdef, abstract_state] = nnx::split(*abstract);
+  ASSERT_EQ(abstract_state.size(), 1u);
+  const State restored = ckpt.restore(dir, abstract_state[0]);
+  TwoLayers& merged = static_cast<TwoLayers&>(nnx::merge(graphdef, {restored}));
+  EXPECT_EQ(&merged, abstract.get());
+  EXPECT_FALSE(merged.linear1.kernel->value.is_tracer());
+  expect_close(merged(x), model(x), 0);
+  expect_close(forward(merged, x), model(x), 0);
   std::filesystem::remove_all(dir);
 }
 
