@@ -1,4 +1,4 @@
-// jacfwd, jacrev, jacobian and hessian against hand-derived matrices and each other.
+// jacfwd, jacrev, jacobian, hessian and linearize against hand-derived matrices and each other.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,6 +6,7 @@
 
 #include "cujax/jacobian.h"
 #include "cujax/jit.h"
+#include "cujax/linearize.h"
 #include "cujax/numpy.h"
 
 namespace cujax {
@@ -130,6 +131,29 @@ TEST(Jacobian, HessianWithRespectToOneArgument) {
   for (int i = 0; i < 3; ++i) want[i * 4] = 6 * xv[i] * yv[i];
   expect_close(hy, want, 1e-6);
   expect_close(hessian(g, argnums<0>)(x, y), std::vector<double>(9, 0.0), 1e-6);
+}
+
+// linearize(f2, x, y): the value, and J_x tx + J_y ty from the hand-derived matrices, for two
+// tangents, eagerly and under jit.
+TEST(Jacobian, LinearizeIsTheJvpAtThePrimals) {
+  const double x0 = 0.7, x1 = -1.2, y0 = 1.5, y1 = -0.4;
+  const Array x = jnp::array({x0, x1}), y = jnp::array({y0, y1});
+  const std::vector<std::vector<double>> dx = {{y0, 0}, {0, y1 * y1}, {std::cos(x0) * y1, 0}};
+  const std::vector<std::vector<double>> dy = {{x0, 0}, {0, 2 * x1 * y1}, {0, std::sin(x0)}};
+  auto [value, f_jvp] = linearize(f2, x, y);
+  expect_close(value, {x0 * y0, x1 * y1 * y1, std::sin(x0) * y1}, 1e-6);
+  for (const auto& [tx, ty] : std::vector<std::pair<std::vector<double>, std::vector<double>>>{
+           {{1.0, 0.0}, {0.0, 0.0}}, {{0.3, -2.0}, {1.5, 0.25}}}) {
+    std::vector<double> want(3, 0.0);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 2; ++j) want[i] += dx[i][j] * tx[j] + dy[i][j] * ty[j];
+    // Tangents of the primals' dtype (f32), as JAX requires.
+    const Array ta = jnp::astype(jnp::array(tx), DType::F32),
+                tb = jnp::astype(jnp::array(ty), DType::F32);
+    expect_close(f_jvp(ta, tb), want, 1e-6);
+    expect_close(jit([&](const Array& a, const Array& b) { return f_jvp(a, b); })(ta, tb), want,
+                 1e-6);
+  }
 }
 
 }  // namespace
