@@ -48,6 +48,7 @@
 #include "cujax/jacobian.h"
 #include "cujax/jit.h"
 #include "cujax/linearize.h"
+#include "cujax/remat.h"
 #include "cujax/tree.h"
 #include "cujax/vmap.h"
 
