@@ -68,7 +68,8 @@ int main() {
     }
   }
   std::printf("loss fell %.1fx in %lld steps (%lld parameters)\n", first / last,
-              static_cast<long long>(optimizer.step()), static_cast<long long>(nnx::count(model)));
+              static_cast<long long>(optimizer.step.value.item<uint32_t>()),
+              static_cast<long long>(nnx::count(model)));
   if (!(last * 10 <= first)) {
     std::printf("FAILED: the loss did not fall tenfold\n");
     return 1;

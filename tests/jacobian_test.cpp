@@ -1,4 +1,4 @@
-// jacfwd, jacrev, jacobian and hessian against hand-derived matrices and each other.
+// jacfwd, jacrev, jacobian, hessian and linearize against hand-derived matrices and each other.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,6 +6,7 @@
 
 #include "cujax/jacobian.h"
 #include "cujax/jit.h"
+#include "cujax/linearize.h"
 #include "cujax/numpy.h"
 
 namespace cujax {
@@ -76,6 +77,83 @@ TEST(Jacobian, HessianOfACubicAndAQuadratic) {
     for (int j = 0; j < 3; ++j) want.push_back((q[i * 3 + j] + q[j * 3 + i]) / 2);
   expect_close(hessian(quad)(x), want, 1e-4);
   expect_close(jacrev(jacrev(quad))(x), want, 1e-4);
+}
+
+// f(x, y) = [x0 y0, x1 y1^2, sin(x0) y1]: df/dx = [[y0, 0], [0, y1^2], [cos(x0) y1, 0]],
+// df/dy = [[x0, 0], [0, 2 x1 y1], [0, sin(x0)]].
+Array f2(const Array& x, const Array& y) {
+  return jnp::stack({x[0] * y[0], x[1] * y[1] * y[1], jnp::sin(x[0]) * y[1]});
+}
+
+TEST(Jacobian, ArgnumsAndHasAuxMatchTheHandDerivedMatrices) {
+  const double x0 = 0.7, x1 = -1.2, y0 = 1.5, y1 = -0.4;
+  const Array x = jnp::array({x0, x1}), y = jnp::array({y0, y1});
+  const std::vector<double> dx = {y0, 0, 0, y1 * y1, std::cos(x0) * y1, 0};
+  const std::vector<double> dy = {x0, 0, 0, 2 * x1 * y1, 0, std::sin(x0)};
+  auto [rx, ry] = jacrev(f2, argnums<0, 1>)(x, y);
+  auto [fx, fy] = jacfwd(f2, argnums<0, 1>)(x, y);
+  ASSERT_EQ(rx.shape(), (Shape{3, 2}));
+  ASSERT_EQ(fy.shape(), (Shape{3, 2}));
+  expect_close(rx, dx, 1e-6);
+  expect_close(ry, dy, 1e-6);
+  expect_close(fx, dx, 1e-6);
+  expect_close(fy, dy, 1e-6);
+  // One argnum gives that Jacobian alone, also in reverse order of the arguments.
+  const Array only_y = jacfwd(f2, argnums<1>)(x, y);
+  expect_close(only_y, dy, 1e-6);
+  auto [ry2, rx2] = jacobian(f2, argnums<1, 0>)(x, y);
+  expect_close(ry2, dy, 1e-6);
+  expect_close(rx2, dx, 1e-6);
+  // has_aux: (Jacobian, aux) with aux as f returned it.
+  auto with_aux = [](const Array& a, const Array& b) {
+    return std::make_pair(f2(a, b), jnp::sum(a * b));
+  };
+  auto [jr, aux_r] = jacrev(with_aux, argnums<0>, has_aux)(x, y);
+  auto [jf, aux_f] = jacfwd(with_aux, argnums<1>, has_aux)(x, y);
+  expect_close(jr, dx, 1e-6);
+  expect_close(jf, dy, 1e-6);
+  expect_close(aux_r, {x0 * y0 + x1 * y1}, 1e-6);
+  expect_close(aux_f, {x0 * y0 + x1 * y1}, 1e-6);
+  // Under jit, the same.
+  expect_close(
+      jit([](const Array& a, const Array& b) { return jacrev(f2, argnums<1>)(a, b); })(x, y), dy,
+      1e-6);
+}
+
+TEST(Jacobian, HessianWithRespectToOneArgument) {
+  // g(x, y) = sum(x * y^3): d2g/dy2 = diag(6 x y), d2g/dx2 = 0.
+  auto g = [](const Array& x, const Array& y) { return jnp::sum(x * y * y * y); };
+  const Array x = jnp::array({0.5, -2.0, 1.5}), y = jnp::array({1.0, 0.3, -0.7});
+  const Array hy = hessian(g, argnums<1>)(x, y);
+  ASSERT_EQ(hy.shape(), (Shape{3, 3}));
+  std::vector<double> want(9, 0.0);
+  const std::vector<double> xv = {0.5, -2.0, 1.5}, yv = {1.0, 0.3, -0.7};
+  for (int i = 0; i < 3; ++i) want[i * 4] = 6 * xv[i] * yv[i];
+  expect_close(hy, want, 1e-6);
+  expect_close(hessian(g, argnums<0>)(x, y), std::vector<double>(9, 0.0), 1e-6);
+}
+
+// linearize(f2, x, y): the value, and J_x tx + J_y ty from the hand-derived matrices, for two
+// tangents, eagerly and under jit.
+TEST(Jacobian, LinearizeIsTheJvpAtThePrimals) {
+  const double x0 = 0.7, x1 = -1.2, y0 = 1.5, y1 = -0.4;
+  const Array x = jnp::array({x0, x1}), y = jnp::array({y0, y1});
+  const std::vector<std::vector<double>> dx = {{y0, 0}, {0, y1 * y1}, {std::cos(x0) * y1, 0}};
+  const std::vector<std::vector<double>> dy = {{x0, 0}, {0, 2 * x1 * y1}, {0, std::sin(x0)}};
+  auto [value, f_jvp] = linearize(f2, x, y);
+  expect_close(value, {x0 * y0, x1 * y1 * y1, std::sin(x0) * y1}, 1e-6);
+  for (const auto& [tx, ty] : std::vector<std::pair<std::vector<double>, std::vector<double>>>{
+           {{1.0, 0.0}, {0.0, 0.0}}, {{0.3, -2.0}, {1.5, 0.25}}}) {
+    std::vector<double> want(3, 0.0);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 2; ++j) want[i] += dx[i][j] * tx[j] + dy[i][j] * ty[j];
+    // Tangents of the primals' dtype (f32), as JAX requires.
+    const Array ta = jnp::astype(jnp::array(tx), DType::F32),
+                tb = jnp::astype(jnp::array(ty), DType::F32);
+    expect_close(f_jvp(ta, tb), want, 1e-6);
+    expect_close(jit([&](const Array& a, const Array& b) { return f_jvp(a, b); })(ta, tb), want,
+                 1e-6);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // nnx layers and modes: train()/eval()/set_attributes and nnx::jit retracing on a mode change,
 // Conv against a direct loop (every padding mode, groups, dilations, 1-3 spatial dims) and its
 // gradient against finite differences, BatchNorm against hand computation in train and eval,
+// GroupNorm and InstanceNorm against a loop,
 // pooling against loops, value_and_grad/grad with has_aux, and the metrics.
 #include <gtest/gtest.h>
 
@@ -491,6 +492,131 @@ TEST(NnxBatchNorm, FeatureAxisOtherThanLast) {
   EXPECT_NE(message_of([&] {
               bn(jnp::ones({6, 3, 2}));
             }).find("num_features 4"),
+            std::string::npos);
+}
+
+// ---- GroupNorm, InstanceNorm ---------------------------------------------------------
+
+// Normalizes x (B, P, C) per example b and channel group [g * size, (g + 1) * size) over the P
+// positions and the group's channels, by a loop in doubles; then scale and bias per channel.
+std::vector<double> group_norm_loop(const std::vector<double>& x, int64_t B, int64_t P, int64_t C,
+                                    int64_t size, double eps, const std::vector<double>& scale,
+                                    const std::vector<double>& bias) {
+  std::vector<double> y(x.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t g = 0; g < C / size; ++g) {
+      double sum = 0, sq = 0;
+      const double n = static_cast<double>(P * size);
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t c = g * size; c < (g + 1) * size; ++c) sum += x[(b * P + p) * C + c];
+      const double mean = sum / n;
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t c = g * size; c < (g + 1) * size; ++c) {
+          const double d = x[(b * P + p) * C + c] - mean;
+          sq += d * d;
+        }
+      const double inv = 1.0 / std::sqrt(sq / n + eps);
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t c = g * size; c < (g + 1) * size; ++c) {
+          const int64_t i = (b * P + p) * C + c;
+          y[i] = (x[i] - mean) * inv * scale[c] + bias[c];
+        }
+    }
+  return y;
+}
+
+TEST(NnxGroupNorm, AgainstALoopForGroupCountsAndSizes) {
+  const Array x = jnp::add(jnp::multiply(normal(11, {3, 4, 5, 6}), 2.0), 0.5);
+  const auto xv = f64(x);
+  const std::vector<double> scale = {0.5, 2.0, -1.0, 1.5, 0.25, 3.0};
+  const std::vector<double> bias = {0.1, -0.2, 0.3, 0.0, 1.0, -1.0};
+  for (int64_t groups : {1, 2, 3, 6}) {
+    nnx::Rngs rngs(0);
+    nnx::GroupNormOptions o;
+    o.num_groups = groups;
+    nnx::GroupNorm gn(6, rngs, o);
+    EXPECT_EQ(gn.group_size, 6 / groups);
+    ASSERT_EQ(nnx::state(gn).size(), 2u);
+    EXPECT_EQ(f64(gn.scale->value), std::vector<double>(6, 1.0));  // Flax's defaults
+    EXPECT_EQ(f64(gn.bias->value), std::vector<double>(6, 0.0));
+    gn.scale->value = jnp::astype(jnp::array(scale), DType::F32);
+    gn.bias->value = jnp::astype(jnp::array(bias), DType::F32);
+    const Array y = gn(x);
+    ASSERT_EQ(y.shape(), x.shape());
+    EXPECT_EQ(y.dtype(), DType::F32);
+    // Statistics per example over the 4 x 5 positions and the group's channels.
+    expect_close(f64(y), group_norm_loop(xv, 3, 20, 6, 6 / groups, 1e-6, scale, bias), 1e-4);
+  }
+  // group_size instead of num_groups; the other statistics formula; another epsilon.
+  nnx::Rngs rngs(0);
+  nnx::GroupNormOptions by_size;
+  by_size.num_groups = std::nullopt;
+  by_size.group_size = 3;
+  by_size.epsilon = 0.5;
+  by_size.use_fast_variance = false;
+  by_size.use_scale = false;
+  nnx::GroupNorm gn(6, rngs, by_size);
+  EXPECT_EQ(gn.num_groups, 2);
+  EXPECT_EQ(gn.scale, nullptr);
+  expect_close(f64(gn(x)),
+               group_norm_loop(xv, 3, 20, 6, 3, 0.5, std::vector<double>(6, 1.0),
+                               std::vector<double>(6, 0.0)),
+               1e-4);
+  // Explicit reduction axes: (positions of the first spatial axis only, and the channels) is
+  // the loop over (B * 4) examples of 5 positions.
+  nnx::GroupNormOptions axes;
+  axes.num_groups = 2;
+  axes.reduction_axes = {2, -1};
+  nnx::GroupNorm per_row(6, rngs, axes);
+  expect_close(f64(per_row(x)),
+               group_norm_loop(xv, 12, 5, 6, 3, 1e-6, std::vector<double>(6, 1.0),
+                               std::vector<double>(6, 0.0)),
+               1e-4);
+  nnx::GroupNormOptions bad;
+  bad.num_groups = 4;
+  EXPECT_NE(message_of([&] {
+              nnx::GroupNorm g(6, rngs, bad);
+            }).find("num_groups 4 does not divide num_features 6"),
+            std::string::npos);
+  bad.group_size = 2;
+  EXPECT_NE(message_of([&] { nnx::GroupNorm g(6, rngs, bad); }).find("either num_groups or"),
+            std::string::npos);
+  axes.reduction_axes = {1, 2};
+  nnx::GroupNorm no_features(6, rngs, axes);
+  EXPECT_NE(message_of([&] { no_features(x); }).find("must include the last"), std::string::npos);
+}
+
+TEST(NnxInstanceNorm, AgainstALoopAndAsGroupNormOfSizeOne) {
+  nnx::Rngs rngs(0);
+  const Array x = jnp::add(jnp::multiply(normal(12, {2, 3, 4, 5}), 3.0), -1.0);
+  nnx::InstanceNorm in(5, rngs);
+  ASSERT_EQ(nnx::state(in).size(), 2u);
+  const std::vector<double> scale = {0.5, 2.0, -1.0, 1.5, 0.25};
+  const std::vector<double> bias = {0.1, -0.2, 0.3, 0.0, 1.0};
+  in.scale->value = jnp::astype(jnp::array(scale), DType::F32);
+  in.bias->value = jnp::astype(jnp::array(bias), DType::F32);
+  // Each (example, channel) over the 3 x 4 positions: the loop with groups of one channel.
+  const auto want = group_norm_loop(f64(x), 2, 12, 5, 1, 1e-6, scale, bias);
+  expect_close(f64(in(x)), want, 1e-4);
+  nnx::GroupNormOptions o;
+  o.num_groups = std::nullopt;
+  o.group_size = 1;
+  nnx::GroupNorm gn(5, rngs, o);
+  nnx::update(gn, nnx::state(in));
+  expect_close(f64(gn(x)), want, 1e-4);
+  // Channels first (feature_axis 1): the same numbers, transposed.
+  nnx::InstanceNormOptions first;
+  first.feature_axis = 1;
+  nnx::InstanceNorm in1(5, rngs, first);
+  nnx::update(in1, nnx::state(in));
+  const Array y1 = in1(jnp::transpose(x, std::vector<int64_t>{0, 3, 1, 2}));
+  expect_close(f64(jnp::transpose(y1, std::vector<int64_t>{0, 2, 3, 1})), want, 1e-4);
+  first.feature_axis = 0;
+  nnx::InstanceNorm in0(2, rngs, first);
+  EXPECT_NE(message_of([&] { in0(x); }).find("cannot be the leading axis"), std::string::npos);
+  EXPECT_NE(message_of([&] {
+              in(jnp::ones({2, 3, 4}));
+            }).find("num_features 5"),
             std::string::npos);
 }
 

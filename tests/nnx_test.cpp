@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cujax/checkpoint.h"
@@ -351,6 +352,56 @@ TEST(NnxTraining, ValueAndGradMatchesTheFunctionalForm) {
   EXPECT_FALSE(model.linear1.kernel->value.is_tracer());
 }
 
+// argnums as Flax and JAX: 0 is the module (the gradient of its Params, a State), i > 0 the
+// i-th other argument; one argnum gives its gradient, several a tuple. References: the
+// functional form differentiated by cujax::value_and_grad, and finite differences in x.
+TEST(NnxTraining, ValueAndGradWithArgnums) {
+  nnx::Rngs rngs(1);
+  TwoLayers model(rngs);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 15), {5, 3});
+  const Array y = jnp::reshape(jnp::linspace(0.0, 1.0, 10), {5, 2});
+  auto loss_fn = [](TwoLayers& m, const Array& xs, const Array& ys) {
+    return jnp::mean(jnp::square(m(xs) - ys));
+  };
+  const State params = nnx::state(model, VariableKind::Param);
+  auto [want_loss, want] = cujax::value_and_grad(
+      [&](const State& p, const Array& xs, const Array& ys) {
+        return nnx::functional_call(model, p, [&] { return loss_fn(model, xs, ys); });
+      },
+      argnums<0, 1, 2>)(params, x, y);
+  auto [loss, gx] = nnx::value_and_grad(loss_fn, argnums<1>)(model, x, y);
+  expect_close(loss, want_loss, 1e-6);
+  ASSERT_EQ(gx.shape(), x.shape());
+  expect_close(gx, std::get<1>(want), 1e-6);
+  // d loss / d x[2, 1] by central differences in f64.
+  const Array x64 = jnp::astype(x, DType::F64);
+  auto at = [&](double eps) {
+    std::vector<double> v = x64.to_vector<double>();
+    v[2 * 3 + 1] += eps;
+    return loss_fn(model, jnp::reshape(jnp::array(v), {5, 3}), y).item<double>();
+  };
+  EXPECT_NEAR(gx.to_vector<float>()[2 * 3 + 1], (at(1e-6) - at(-1e-6)) / 2e-6, 1e-5);
+  auto [gp, gy] = nnx::grad(loss_fn, argnums<0, 2>)(model, x, y);
+  ASSERT_EQ(gp.size(), 4u);
+  for (const auto& [path, g] : std::get<0>(want)) expect_close(gp.at(path), g, 1e-6);
+  expect_close(gy, std::get<2>(want), 1e-6);
+  // With has_aux: ((loss, aux), (grads...)) and (grads, aux).
+  auto aux_fn = [](TwoLayers& m, const Array& xs, const Array& ys) {
+    const Array out = m(xs);
+    return std::make_pair(jnp::mean(jnp::square(out - ys)), out);
+  };
+  auto r = nnx::value_and_grad(aux_fn, argnums<0, 1>, has_aux)(model, x, y);
+  expect_close(r.first.first, want_loss, 1e-6);
+  expect_close(r.first.second, model(x), 1e-6);
+  expect_close(std::get<0>(r.second).at("linear1.kernel"), std::get<0>(want).at("linear1.kernel"),
+               1e-6);
+  expect_close(std::get<1>(r.second), std::get<1>(want), 1e-6);
+  auto [gx2, aux] = nnx::grad(aux_fn, argnums<1>, has_aux)(model, x, y);
+  expect_close(gx2, std::get<1>(want), 1e-6);
+  expect_close(aux, model(x), 1e-6);
+  EXPECT_FALSE(model.linear1.kernel->value.is_tracer());
+}
+
 TEST(NnxTraining, OptimizerUpdatesTheModelInPlace) {
   nnx::Rngs rngs(2);
   TwoLayers model(rngs);
@@ -361,7 +412,9 @@ TEST(NnxTraining, OptimizerUpdatesTheModelInPlace) {
   const State before = nnx::state(model);
   auto [loss, grads] = nnx::value_and_grad(loss_fn)(model);
   optimizer.update(grads);
-  EXPECT_EQ(optimizer.step(), 1);
+  EXPECT_EQ(optimizer.step.value.dtype(), DType::U32);  // Flax's nnx.OptState(uint32)
+  EXPECT_EQ(optimizer.step.value.item<uint32_t>(), 1u);
+  EXPECT_EQ(optimizer.step.kind, VariableKind::OptState);
   for (const auto& [path, p] : nnx::state(model))
     expect_close(p, before.at(path) - 0.1 * grads.at(path), 1e-6);
   // Training lowers the loss.
@@ -411,7 +464,8 @@ TEST(NnxJit, TrainStepMatchesEagerStepsAndTracesOnce) {
     expect_close(loss, want_loss, 1e-5);
   }
   EXPECT_EQ(traces, 1);
-  EXPECT_EQ(jitted_opt.step(), 5);
+  EXPECT_EQ(jitted_opt.step.value.item<uint32_t>(), 5u);  // counted inside the program
+  EXPECT_FALSE(jitted_opt.step.value.is_tracer());
   const State want = nnx::state(eager_model);
   for (const auto& [path, p] : nnx::state(jitted_model)) {
     EXPECT_FALSE(p.is_tracer()) << path;
@@ -443,7 +497,7 @@ TEST(NnxJit, AnOptimizerWithoutItsModelIsAnError) {
     EXPECT_FALSE(p.is_tracer()) << path;
     expect_close(p, before.at(path), 0);
   }
-  EXPECT_EQ(optimizer.step(), 0);
+  EXPECT_EQ(optimizer.step.value.item<uint32_t>(), 0u);
 }
 
 // Dropout's RNG count is state the step changes: under nnx::jit it advances each call as it
@@ -486,6 +540,88 @@ TEST(NnxJit, EvalShapeIsARestoreTarget) {
   ASSERT_EQ(restored.size(), want.size());
   for (const auto& [path, p] : want) expect_close(restored.at(path), p, 0);
   nnx::update(model, restored);
+  std::filesystem::remove_all(dir);
+}
+
+// Flax's restore into an abstract model: eval_shape's model, split for the restore target, merged
+// with the restored state. Before the merge its values are abstract (reading or computing with
+// one throws); after it the model computes what the saved one did.
+TEST(NnxJit, MergeIntoAnAbstractModel) {
+  nnx::Rngs rngs(5);
+  TwoLayers model(rngs);
+  const std::string dir = ::testing::TempDir() + "/nnx_abstract_model_ckpt";
+  std::filesystem::remove_all(dir);
+  checkpoint::StandardCheckpointer ckpt;
+  ckpt.save(dir, nnx::state(model));
+  auto abstract = nnx::abstract_model([] {
+    nnx::Rngs r(99);
+    return std::make_unique<TwoLayers>(r);
+  });
+  static_assert(std::is_same_v<decltype(abstract), std::unique_ptr<TwoLayers>>);
+  const Array& k = abstract->linear1.kernel->value;
+  EXPECT_EQ(k.aval().str(), "f32[3,4]");
+  EXPECT_TRUE(k.is_tracer());
+  EXPECT_THROW(k.to_host(), ConcretizationError);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 6), {2, 3});
+  EXPECT_NE(message_of([&] { (*abstract)(x); }).find("outside of its trace"), std::string::npos);
+  // A jitted call on the abstract model throws too: its values have no concrete value.
+  auto forward = nnx::jit([](TwoLayers& m, const Array& in) { return m(in); });
+  EXPECT_NE(message_of([&] { forward(*abstract, x); }).find("has no concrete value"),
+            std::string::npos);
+
+  auto [graphdef, abstract_state] = nnx::split(*abstract);
+  ASSERT_EQ(abstract_state.size(), 1u);
+  const State restored = ckpt.restore(dir, abstract_state[0]);
+  TwoLayers& merged = static_cast<TwoLayers&>(nnx::merge(graphdef, {restored}));
+  EXPECT_EQ(&merged, abstract.get());
+  EXPECT_FALSE(merged.linear1.kernel->value.is_tracer());
+  expect_close(merged(x), model(x), 0);
+  expect_close(forward(merged, x), model(x), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// nnx::state(optimizer) holds the step and the optimizer state: checkpointed with the model's
+// and restored into a new optimizer, training goes on exactly as it would have.
+TEST(NnxJit, OptimizerStepAndStateCheckpointAndResume) {
+  nnx::Rngs rngs_a(6), rngs_b(6);
+  TwoLayers model(rngs_a), resumed_model(rngs_b);
+  const Array x = jnp::reshape(jnp::linspace(-1.0, 1.0, 15), {5, 3});
+  const Array y = jnp::reshape(jnp::linspace(0.0, 1.0, 10), {5, 2});
+  auto loss_fn = [](TwoLayers& m, const Array& xs, const Array& ys) {
+    return jnp::mean(jnp::square(m(xs) - ys));
+  };
+  nnx::Optimizer optimizer(model, optax::adam(0.05));
+  auto train_step =
+      nnx::jit([&](TwoLayers& m, nnx::Optimizer& opt, const Array& xs, const Array& ys) {
+        auto [loss, grads] = nnx::value_and_grad(loss_fn)(m, xs, ys);
+        opt.update(grads);
+        return loss;
+      });
+  for (int i = 0; i < 3; ++i) train_step(model, optimizer, x, y);
+  const State opt_state = nnx::state(optimizer);
+  EXPECT_EQ(opt_state.at("step").item<uint32_t>(), 3u);
+  EXPECT_EQ(opt_state.size(), 1 + optimizer.opt_state().size());
+  const std::string dir = ::testing::TempDir() + "/nnx_optimizer_ckpt";
+  std::filesystem::remove_all(dir);
+  checkpoint::StandardCheckpointer ckpt;
+  ckpt.save(dir + "/model", nnx::state(model));
+  ckpt.save(dir + "/optimizer", opt_state);
+
+  nnx::Optimizer resumed(resumed_model, optax::adam(0.05));
+  nnx::update(resumed_model, ckpt.restore(dir + "/model", nnx::state(resumed_model)));
+  nnx::update(resumed, ckpt.restore(dir + "/optimizer", nnx::state(resumed)));
+  EXPECT_EQ(resumed.step.value.item<uint32_t>(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    const Array want = train_step(model, optimizer, x, y);
+    expect_close(train_step(resumed_model, resumed, x, y), want, 0);
+  }
+  EXPECT_EQ(resumed.step.value.item<uint32_t>(), 5u);
+  for (const auto& [path, p] : nnx::state(model))
+    expect_close(nnx::state(resumed_model).at(path), p, 0);
+  State wrong = nnx::state(resumed);
+  wrong.set("step", jnp::zeros({}, DType::I32));
+  EXPECT_NE(message_of([&] { nnx::update(resumed, wrong); }).find("'step' is i32[]"),
+            std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

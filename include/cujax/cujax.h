@@ -47,6 +47,8 @@
 #include "cujax/grad.h"
 #include "cujax/jacobian.h"
 #include "cujax/jit.h"
+#include "cujax/linearize.h"
+#include "cujax/remat.h"
 #include "cujax/tree.h"
 #include "cujax/vmap.h"
 

@@ -6,6 +6,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "cujax/array.h"
@@ -174,6 +176,19 @@ Array conv_general_dilated(const Array& lhs, const Array& rhs,
                            const ConvDimensionNumbers& dimension_numbers = {},
                            int64_t feature_group_count = 1, int64_t batch_group_count = 1,
                            std::optional<DType> preferred_element_type = std::nullopt);
+// jax.lax.conv_transpose: the convolution whose window slides over the input dilated by
+// `strides` (so the output grows by them), padded as `padding` says: "SAME" (output = input *
+// stride), "VALID" (input * stride + max(k - stride, 0) for the dilated kernel size k) or
+// explicit pairs, which pad the dilated input. Empty dimension numbers mean channels last as
+// JAX's defaults (NWC/WIO, NHWC/HWIO, NDHWC/DHWIO). transpose_kernel flips the kernel's spatial
+// axes and swaps its I and O axes, which makes this the gradient of conv_general_dilated with
+// the same kernel and strides.
+Array conv_transpose(const Array& lhs, const Array& rhs, const std::vector<int64_t>& strides,
+                     const std::variant<std::string, Padding>& padding,
+                     const std::vector<int64_t>& rhs_dilation = {},
+                     const ConvDimensionNumbers& dimension_numbers = {},
+                     bool transpose_kernel = false,
+                     std::optional<DType> preferred_element_type = std::nullopt);
 
 // Reductions. `computation` maps (accumulators..., values...) to new accumulators and is
 // traced once into the op's region.

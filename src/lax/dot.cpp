@@ -244,4 +244,77 @@ Array conv_general_dilated(const Array& lhs, const Array& rhs,
       {lhs, rhs});
 }
 
+Array conv_transpose(const Array& lhs, const Array& rhs, const std::vector<int64_t>& strides,
+                     const std::variant<std::string, Padding>& padding,
+                     const std::vector<int64_t>& rhs_dilation,
+                     const ConvDimensionNumbers& dimension_numbers, bool transpose_kernel,
+                     std::optional<DType> preferred_element_type) {
+  const std::string op = "conv_transpose";
+  check_valid(op, lhs);
+  check_valid(op, rhs);
+  const int64_t n = lhs.ndim();
+  if (n < 3 || n > 5 || rhs.ndim() != n)
+    fail(op, "lhs and rhs must have the same rank, 3 to 5, got " + type_str(lhs) + " and " +
+                 type_str(rhs));
+  const size_t ns = static_cast<size_t>(n - 2);
+  ConvDimensionNumbers dn = dimension_numbers;
+  const bool none = dn.lhs_spec.empty() && dn.rhs_spec.empty() && dn.out_spec.empty();
+  if (none) {
+    static const char* spatial[] = {"H", "HW", "HWD"};  // JAX's defaults, channels last
+    dn = {std::string("N") + spatial[ns - 1] + "C", std::string(spatial[ns - 1]) + "IO",
+          std::string("N") + spatial[ns - 1] + "C"};
+  } else if (dn.lhs_spec.empty() || dn.rhs_spec.empty() || dn.out_spec.empty()) {
+    fail(op, "give all three dimension specs or none");
+  }
+  const std::string& rs = dn.rhs_spec;
+  if (static_cast<int64_t>(rs.size()) != n)
+    fail(op, "rhs spec " + rs + " must have " + std::to_string(n) + " letters");
+  const auto o_at = rs.find('O'), i_at = rs.find('I');
+  if (o_at == std::string::npos || i_at == std::string::npos)
+    fail(op, "rhs spec " + rs + " must name 'O' and 'I'");
+  // Spatial dimensions in the rhs spec's order, as conv_general_dilated takes them.
+  std::vector<int64_t> k_sp;
+  for (int64_t i = 0; i < n; ++i)
+    if (rs[i] != 'O' && rs[i] != 'I') k_sp.push_back(i);
+  if (strides.size() != ns)
+    fail(op, "strides " + list_str(strides) + " needs one entry per spatial dimension");
+  for (int64_t s : strides)
+    if (s < 1) fail(op, "strides " + list_str(strides) + " must be positive");
+  const std::vector<int64_t> rdil =
+      rhs_dilation.empty() ? std::vector<int64_t>(ns, 1) : rhs_dilation;
+  if (rdil.size() != ns)
+    fail(op, "rhs_dilation " + list_str(rhs_dilation) + " needs one entry per spatial dimension");
+  Padding pads;
+  if (const auto* s = std::get_if<std::string>(&padding)) {
+    if (*s != "SAME" && *s != "VALID")
+      fail(op, "padding must be SAME, VALID or (low, high) pairs, got '" + *s + "'");
+    for (size_t i = 0; i < ns; ++i) {
+      // The dilated kernel's extent k: SAME gives input * stride outputs, VALID the full
+      // extent of every window touching the input.
+      const int64_t k = (rhs.shape()[k_sp[i]] - 1) * rdil[i] + 1, st = strides[i];
+      int64_t total, low;
+      if (*s == "SAME") {
+        total = k + st - 2;
+        low = st > k - 1 ? k - 1 : (total + 1) / 2;
+      } else {
+        total = k + st - 2 + std::max<int64_t>(k - st, 0);
+        low = k - 1;
+      }
+      pads.emplace_back(low, total - low);
+    }
+  } else {
+    pads = std::get<Padding>(padding);
+  }
+  Array kernel = rhs;
+  if (transpose_kernel) {
+    kernel = rev(kernel, k_sp);
+    std::vector<int64_t> perm(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) perm[i] = i;
+    std::swap(perm[o_at], perm[i_at]);
+    kernel = transpose(kernel, perm);
+  }
+  return conv_general_dilated(lhs, kernel, std::vector<int64_t>(ns, 1), pads, strides, rdil, dn, 1,
+                              1, preferred_element_type);
+}
+
 }  // namespace cujax::lax

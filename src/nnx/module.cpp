@@ -131,6 +131,8 @@ const char* kind_name(VariableKind kind) {
       return "RngState";
     case VariableKind::MetricState:
       return "MetricState";
+    case VariableKind::OptState:
+      return "OptState";
   }
   return "?";
 }
@@ -315,6 +317,27 @@ std::vector<std::pair<std::string, ShapeDtype>> eval_shape(
   });
   return out;
 }
+
+namespace detail {
+
+std::unique_ptr<Module> build_abstract(const std::function<std::unique_ptr<Module>()>& make) {
+  // Abstract values are tracers of a trace that is never current and never ends: any op on
+  // one throws as for an escaped tracer, and no later trace can take its address.
+  static trace::TraceContext* const abstract_trace = new trace::TraceContext("abstract");
+  trace::TraceContext tc("eval_shape");
+  trace::TraceScope scope(&tc);
+  std::unique_ptr<Module> module = make();
+  if (!module) throw Error("nnx.abstract_model: make returned no module");
+  module->for_each_variable([&](const std::string&, Variable& v) {
+    auto impl = std::make_shared<ArrayImpl>();
+    impl->aval = v.value.aval();
+    impl->trace = abstract_trace;
+    v.value = Array(std::move(impl));
+  });
+  return module;
+}
+
+}  // namespace detail
 
 int64_t count(Module& module, const Filter& filter) {
   int64_t n = 0;

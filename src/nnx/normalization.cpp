@@ -1,5 +1,7 @@
 #include "cujax/nnx/normalization.h"
 
+#include <algorithm>
+
 #include "cujax/numpy.h"
 
 namespace cujax::nnx {
@@ -17,6 +19,36 @@ void check_features(const char* op, const Array& x, int64_t n) {
 // The statistics' dtype: at least f32, as Flax's _compute_stats.
 DType stats_dtype(DType t) {
   return t == DType::F64 ? DType::F64 : DType::F32;
+}
+
+// Normalizes xs (statistics dtype) over `axes` with its own mean and variance, as Flax's
+// _compute_stats and _normalize; keeps xs's shape.
+Array standardize(const Array& xs, const std::vector<int64_t>& axes, double epsilon,
+                  bool fast_variance) {
+  const Array m = jnp::mean(xs, axes, true);
+  const Array v =
+      fast_variance
+          ? jnp::maximum(jnp::subtract(jnp::mean(jnp::square(xs), axes, true), jnp::square(m)), 0.0)
+          : jnp::mean(jnp::square(jnp::subtract(xs, m)), axes, true);
+  return jnp::multiply(jnp::subtract(xs, m), jnp::rsqrt(jnp::add(v, epsilon)));
+}
+
+// y * scale + bias with (n,) parameters along `axis`, and the result's dtype as Flax's
+// canonicalize_dtype of the input and the parameters.
+Array scale_and_shift(Array y, const Array& x, int64_t axis, const Variable* scale,
+                      const Variable* bias, const std::optional<DType>& dtype) {
+  Shape feature_shape(static_cast<size_t>(x.ndim()), 1);
+  feature_shape[axis] = x.shape()[axis];
+  DType t = dtype ? *dtype : x.dtype();
+  if (scale) {
+    y = jnp::multiply(y, jnp::reshape(scale->value, feature_shape));
+    if (!dtype) t = jnp::promote_types(t, scale->value.dtype());
+  }
+  if (bias) {
+    y = jnp::add(y, jnp::reshape(bias->value, feature_shape));
+    if (!dtype) t = jnp::promote_types(t, bias->value.dtype());
+  }
+  return jnp::astype(y, t);
 }
 
 }  // namespace
@@ -126,6 +158,97 @@ Array BatchNorm::operator()(const Array& x, std::optional<bool> running) {
     if (!dtype_) t = jnp::promote_types(t, bias->value.dtype());
   }
   return jnp::astype(y, t);
+}
+
+GroupNorm::GroupNorm(int64_t n, Rngs& rngs, const GroupNormOptions& o)
+    : num_features(n),
+      epsilon(o.epsilon),
+      use_fast_variance(o.use_fast_variance),
+      reduction_axes(o.reduction_axes),
+      dtype_(o.dtype) {
+  if (o.num_groups.has_value() == o.group_size.has_value())
+    throw Error(
+        "nnx.GroupNorm: give either num_groups or group_size (for group_size, set num_groups to "
+        "std::nullopt: it defaults to 32)");
+  if (o.group_size) {
+    if (*o.group_size <= 0 || n % *o.group_size != 0)
+      throw Error("nnx.GroupNorm: num_features " + std::to_string(n) +
+                  " is not a multiple of group_size " + std::to_string(*o.group_size));
+    group_size = *o.group_size;
+    num_groups = n / group_size;
+  } else {
+    if (*o.num_groups <= 0 || n % *o.num_groups != 0)
+      throw Error("nnx.GroupNorm: num_groups " + std::to_string(*o.num_groups) +
+                  " does not divide num_features " + std::to_string(n));
+    num_groups = *o.num_groups;
+    group_size = n / num_groups;
+  }
+  if (o.use_scale) scale = param("scale", o.scale_init(rngs.params(), {n}, o.param_dtype));
+  if (o.use_bias) bias = param("bias", o.bias_init(rngs.params(), {n}, o.param_dtype));
+  attribute("epsilon", epsilon);
+  attribute("use_fast_variance", use_fast_variance);
+}
+
+Array GroupNorm::operator()(const Array& x) const {
+  check_features("GroupNorm", x, num_features);
+  const int64_t nd = x.ndim();
+  // The statistics' axes of x, then the same with the channel axis split into (groups, size):
+  // the axes before it keep their numbers and the group's own channels are axis nd.
+  std::vector<int64_t> axes;
+  if (reduction_axes.empty()) {
+    for (int64_t i = 1; i < nd; ++i) axes.push_back(i);
+    if (nd == 1) axes.push_back(0);
+  } else {
+    for (int64_t a : reduction_axes) {
+      const int64_t c = a < 0 ? a + nd : a;
+      if (c < 0 || c >= nd)
+        throw Error("nnx.GroupNorm: reduction axis " + std::to_string(a) + " is out of range for " +
+                    x.aval().str());
+      if (std::find(axes.begin(), axes.end(), c) == axes.end()) axes.push_back(c);
+    }
+    if (std::find(axes.begin(), axes.end(), nd - 1) == axes.end())
+      throw Error("nnx.GroupNorm: reduction_axes must include the last (feature) axis");
+  }
+  std::vector<int64_t> group_axes;
+  for (int64_t a : axes)
+    if (a != nd - 1) group_axes.push_back(a);
+  group_axes.push_back(nd);
+  Shape group_shape(x.shape().begin(), x.shape().end() - 1);
+  group_shape.push_back(num_groups);
+  group_shape.push_back(group_size);
+  const Array xs = jnp::reshape(jnp::astype(x, stats_dtype(x.dtype())), group_shape);
+  const Array y = jnp::reshape(standardize(xs, group_axes, epsilon, use_fast_variance), x.shape());
+  return scale_and_shift(y, x, nd - 1, scale, bias, dtype_);
+}
+
+InstanceNorm::InstanceNorm(int64_t n, Rngs& rngs, const InstanceNormOptions& o)
+    : num_features(n),
+      feature_axis(o.feature_axis),
+      epsilon(o.epsilon),
+      use_fast_variance(o.use_fast_variance),
+      dtype_(o.dtype) {
+  if (o.use_scale) scale = param("scale", o.scale_init(rngs.params(), {n}, o.param_dtype));
+  if (o.use_bias) bias = param("bias", o.bias_init(rngs.params(), {n}, o.param_dtype));
+  attribute("epsilon", epsilon);
+  attribute("use_fast_variance", use_fast_variance);
+}
+
+Array InstanceNorm::operator()(const Array& x) const {
+  const int64_t nd = x.ndim();
+  const int64_t f = feature_axis < 0 ? feature_axis + nd : feature_axis;
+  if (f < 0 || f >= nd || x.shape()[f] != num_features)
+    throw Error("nnx.InstanceNorm: input " + x.aval().str() + " does not have num_features " +
+                std::to_string(num_features) + " at axis " + std::to_string(feature_axis));
+  if (f == 0)
+    throw Error(
+        "nnx.InstanceNorm: the feature axis cannot be the leading axis, which is the batch axis");
+  std::vector<int64_t> axes;
+  for (int64_t i = 1; i < nd; ++i)
+    if (i != f) axes.push_back(i);
+  const Array xs = jnp::astype(x, stats_dtype(x.dtype()));
+  const Array y =
+      axes.empty() ? jnp::zeros_like(xs) : standardize(xs, axes, epsilon, use_fast_variance);
+  return scale_and_shift(y, x, f, scale, bias, dtype_);
 }
 
 }  // namespace cujax::nnx

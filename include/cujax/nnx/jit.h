@@ -35,7 +35,6 @@ namespace detail {
 
 struct OptimizerAccess {
   static State& opt_state(Optimizer& o) { return o.opt_state_; }
-  static int64_t& step(Optimizer& o) { return o.step_; }
 };
 
 // An argument of nnx::jit as the jitted function receives it: a module's or an optimizer's
@@ -49,6 +48,7 @@ struct ModuleArg {
 };
 struct OptimizerArg {
   State opt_state;
+  Array step;
   Optimizer* optimizer;
 };
 
@@ -65,7 +65,7 @@ auto lift(T& arg) {
     return ModuleArg<U>{state(arg), &arg, arg.static_attributes()};
   } else if constexpr (is_optimizer_v<T>) {
     static_assert(!std::is_const_v<T>, "nnx::jit: pass optimizers by non-const reference");
-    return OptimizerArg{arg.opt_state(), &arg};
+    return OptimizerArg{arg.opt_state(), arg.step.value, &arg};
   } else {
     return U(arg);
   }
@@ -84,8 +84,9 @@ class Swaps {
   }
   void add(const OptimizerArg& a) {
     Optimizer& o = *a.optimizer;
-    optimizers_.push_back({&o, OptimizerAccess::opt_state(o), OptimizerAccess::step(o)});
+    optimizers_.push_back({&o, OptimizerAccess::opt_state(o), o.step.value});
     OptimizerAccess::opt_state(o) = a.opt_state;
+    o.step.value = a.step;
   }
   template <class T>
   void add(const T&) {}
@@ -102,8 +103,8 @@ class Swaps {
             "too, so that its updated parameters come out of the program");
     }
   }
-  // The state of every module and optimizer after the function, in argument order, and how
-  // many updates each optimizer applied.
+  // The state of every module and optimizer after the function, and each optimizer's step, in
+  // argument order.
   std::vector<State> module_states() const {
     std::vector<State> out;
     for (const auto& m : modules_) out.push_back(m.second->collect(Filter()));
@@ -114,15 +115,15 @@ class Swaps {
     for (const auto& o : optimizers_) out.push_back(OptimizerAccess::opt_state(*o.optimizer));
     return out;
   }
-  std::vector<int64_t> optimizer_steps() const {
-    std::vector<int64_t> out;
-    for (const auto& o : optimizers_) out.push_back(OptimizerAccess::step(*o.optimizer) - o.step);
+  std::vector<Array> optimizer_steps() const {
+    std::vector<Array> out;
+    for (const auto& o : optimizers_) out.push_back(o.optimizer->step.value);
     return out;
   }
   ~Swaps() {
     for (auto& o : optimizers_) {
       OptimizerAccess::opt_state(*o.optimizer) = std::move(o.opt_state);
-      OptimizerAccess::step(*o.optimizer) = o.step;
+      o.optimizer->step.value = std::move(o.step);
     }
   }
 
@@ -130,7 +131,7 @@ class Swaps {
   struct SavedOptimizer {
     Optimizer* optimizer;
     State opt_state;
-    int64_t step;
+    Array step;
   };
   std::vector<std::pair<Module&, std::unique_ptr<StateSwap>>> modules_;
   std::vector<SavedOptimizer> optimizers_;
@@ -159,7 +160,6 @@ auto jit(F f, JitOptions options = {}) {
     (swaps.add(lifted), ...);
     swaps.check_optimizer_models();
     auto out = f(detail::unlift(lifted)...);
-    // The steps counts are static leaves: a call replays the count its trace recorded.
     return std::make_tuple(std::move(out), swaps.module_states(), swaps.optimizer_states(),
                            swaps.optimizer_steps());
   };
@@ -180,7 +180,7 @@ auto jit(F f, JitOptions options = {}) {
         update(arg, module_states[m++]);
       } else if constexpr (detail::is_optimizer_v<decltype(arg)>) {
         detail::OptimizerAccess::opt_state(arg) = optimizer_states[o];
-        detail::OptimizerAccess::step(arg) += steps[o];
+        arg.step.value = steps[o];
         ++o;
       }
     };
@@ -217,6 +217,8 @@ struct cujax::TreeTraits<cujax::nnx::detail::OptimizerArg> {
     vis.open("optimizer");
     vis.key("opt_state");
     tree_visit(a.opt_state, vis);
+    vis.key("step");
+    tree_visit(a.step, vis);
     vis.key("at");
     std::ostringstream at;
     at << static_cast<const void*>(a.optimizer);

@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 #include <variant>
@@ -26,8 +27,9 @@
 
 namespace cujax::nnx {
 
-// The variable types of Flax NNX (nnx.Param, nnx.BatchStat, nnx.Cache, nnx.RngState).
-enum class VariableKind { Param, BatchStat, Cache, RngState, MetricState };
+// The variable types of Flax NNX (nnx.Param, nnx.BatchStat, nnx.Cache, nnx.RngState,
+// nnx.metrics.MetricState, nnx.OptState).
+enum class VariableKind { Param, BatchStat, Cache, RngState, MetricState, OptState };
 const char* kind_name(VariableKind kind);  // "Param", ...
 
 // Every live Variable and Module is known by address, so that one held as a member without
@@ -237,6 +239,27 @@ auto functional_call(M& module, const State& state, const Filter& updated, F&& f
 // no parameter is computed, and returns the abstract values of the selected variables.
 std::vector<std::pair<std::string, ShapeDtype>> eval_shape(
     const std::function<std::unique_ptr<Module>()>& make, const Filter& filter = {});
+
+namespace detail {
+std::unique_ptr<Module> build_abstract(const std::function<std::unique_ptr<Module>()>& make);
+}  // namespace detail
+
+// The model of Flax's `abstract = nnx.eval_shape(lambda: Model(...))`: `make` (returning
+// std::unique_ptr<M>) runs under a trace, so no parameter is computed, and every variable of the
+// result holds an abstract value (shape and dtype; computing with one or reading it throws).
+// Restore into it as Flax does:
+//   auto model = nnx::abstract_model([] { return std::make_unique<CNN>(...); });
+//   auto [graphdef, abstract_state] = nnx::split(*model);
+//   nnx::merge(graphdef, {checkpointer.restore(dir, abstract_state[0])});  // *model is concrete
+template <class Make>
+auto abstract_model(Make make) {
+  using M = typename std::invoke_result_t<Make&>::element_type;
+  static_assert(DerivedModule<M>,
+                "nnx::abstract_model: make must return std::unique_ptr<Module type>");
+  std::unique_ptr<Module> built =
+      detail::build_abstract([&] { return std::unique_ptr<Module>(make()); });
+  return std::unique_ptr<M>(static_cast<M*>(built.release()));
+}
 
 // The number of elements of the selected variables.
 int64_t count(Module& module, const Filter& filter = VariableKind::Param);

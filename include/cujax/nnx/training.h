@@ -10,6 +10,9 @@
 //   auto grad_fn = nnx::value_and_grad(loss_fn);      // make once: it compiles once per shape
 //   auto [loss, grads] = grad_fn(model, x, y);         // grads: a State of the model's Params
 //   optimizer.update(grads);
+//
+// argnums as Flax's: nnx::value_and_grad(loss_fn, cujax::argnums<0, 1>)(model, x, y) gives
+// (loss, std::tuple(State grads of the model, d loss / d x)).
 #pragma once
 
 #include <cstdint>
@@ -45,20 +48,29 @@ class Optimizer {
 
   Module& model() const { return *model_; }
   const optax::OptState& opt_state() const { return opt_state_; }
-  // Updates applied so far (Flax's optimizer.step).
-  int64_t step() const { return step_; }
+  // Flax's optimizer.step: the updates applied so far, an OptState variable holding a u32
+  // scalar that update() advances (inside the program under nnx::jit). nnx::state(optimizer)
+  // holds it, so it is checkpointed with the optimizer state.
+  Variable step;
 
  private:
   friend struct detail::OptimizerAccess;  // nnx::jit swaps the state in and out
+  friend State state(Optimizer& optimizer);
+  friend void update(Optimizer& optimizer, const State& state);
   Optimizer(Module& model, const State& params, optax::GradientTransformation tx, Filter wrt);
   Module* model_;
   Filter wrt_;
   optax::OptState opt_state_;
-  int64_t step_ = 0;
   std::function<std::pair<State, optax::OptState>(const State&, const optax::OptState&,
                                                   const State&)>
       step_fn_;
 };
+
+// nnx.state(optimizer): "step" and the optimizer state under "opt_state.<path>", to checkpoint
+// beside the model's state. nnx::update(optimizer, state) puts such a State back (every path
+// present, with its shape and dtype), e.g. after restoring a checkpoint.
+State state(Optimizer& optimizer);
+void update(Optimizer& optimizer, const State& state);
 
 namespace detail {
 // The module a differentiated function runs on: a static argument of the jitted gradient, so
@@ -75,9 +87,16 @@ struct ModuleRef {
   }
 };
 
-// With Aux, f returns (loss, aux) and the result is ((loss, aux), grads).
-template <bool Aux, class F>
-auto module_value_and_grad(F f, Filter wrt) {
+// f's argument i (0 is the module) as an argument of (params, rest, module, args...).
+constexpr int state_argnum(int i) {
+  return i == 0 ? 0 : i + 2;
+}
+
+// With Aux, f returns (loss, aux) and the result is ((loss, aux), grads). I are Flax's argnums:
+// 0 differentiates the module's `wrt` variables, i > 0 f's i-th other argument.
+template <bool Aux, class F, int... I>
+auto module_value_and_grad(F f, Filter wrt, Argnums<I...> = {}) {
+  static_assert(sizeof...(I) > 0 && ((I >= 0) && ...), "nnx::value_and_grad: argnums must be >= 0");
   // (params, other variables, module, args...) -> ((loss, aux and other variables after f),
   // d/d params)
   auto with_state = [f, wrt](const State& params, const State& rest, const auto& ref,
@@ -94,7 +113,7 @@ auto module_value_and_grad(F f, Filter wrt) {
                              [&] { return Array(f(model, args...)); });
     }
   };
-  auto vg = cujax::value_and_grad(std::move(with_state), argnums<0>, has_aux);
+  auto vg = cujax::value_and_grad(std::move(with_state), argnums<state_argnum(I)...>, has_aux);
   return [vg, wrt](auto& model, const auto&... args) {
     using M = std::remove_reference_t<decltype(model)>;
     const State params = state(model, wrt);
@@ -127,29 +146,48 @@ auto module_value_and_grad(F f, Filter wrt) {
 // its static attributes (train/eval mode) and argument signature.
 template <class F>
 auto value_and_grad(F f, Filter wrt = VariableKind::Param) {
-  return detail::module_value_and_grad<false>(std::move(f), wrt);
+  return detail::module_value_and_grad<false>(std::move(f), wrt, argnums<0>);
+}
+// nnx.value_and_grad(f, argnums=...): the gradient with respect to f's arguments I, where 0 is
+// the module (a State of its `wrt` variables) and i > 0 the i-th argument after it (its own tree
+// structure); one argnum gives that gradient, several a std::tuple, as cujax::value_and_grad.
+template <class F, int... I>
+auto value_and_grad(F f, Argnums<I...> a, Filter wrt = VariableKind::Param) {
+  return detail::module_value_and_grad<false>(std::move(f), wrt, a);
 }
 // nnx.value_and_grad(f, has_aux=True): f returns (loss, aux), a pytree aux such as logits;
 // the result is ((loss, aux), grads).
 template <class F>
 auto value_and_grad(F f, HasAux, Filter wrt = VariableKind::Param) {
-  return detail::module_value_and_grad<true>(std::move(f), wrt);
+  return detail::module_value_and_grad<true>(std::move(f), wrt, argnums<0>);
+}
+template <class F, int... I>
+auto value_and_grad(F f, Argnums<I...> a, HasAux, Filter wrt = VariableKind::Param) {
+  return detail::module_value_and_grad<true>(std::move(f), wrt, a);
 }
 
 // nnx.grad(f)(model, args...): the gradient alone.
-template <class F>
-auto grad(F f, Filter wrt = VariableKind::Param) {
-  return [vg = detail::module_value_and_grad<false>(std::move(f), wrt)](
+template <class F, int... I>
+auto grad(F f, Argnums<I...> a, Filter wrt = VariableKind::Param) {
+  return [vg = detail::module_value_and_grad<false>(std::move(f), wrt, a)](
              auto& model, const auto&... args) { return vg(model, args...).second; };
 }
-// nnx.grad(f, has_aux=True): (grads, aux), as jax.grad.
 template <class F>
-auto grad(F f, HasAux, Filter wrt = VariableKind::Param) {
-  return [vg = detail::module_value_and_grad<true>(std::move(f), wrt)](auto& model,
-                                                                       const auto&... args) {
+auto grad(F f, Filter wrt = VariableKind::Param) {
+  return grad(std::move(f), argnums<0>, wrt);
+}
+// nnx.grad(f, has_aux=True): (grads, aux), as jax.grad.
+template <class F, int... I>
+auto grad(F f, Argnums<I...> a, HasAux, Filter wrt = VariableKind::Param) {
+  return [vg = detail::module_value_and_grad<true>(std::move(f), wrt, a)](auto& model,
+                                                                          const auto&... args) {
     auto r = vg(model, args...);
     return std::make_pair(std::move(r.second), std::move(r.first.second));
   };
+}
+template <class F>
+auto grad(F f, HasAux, Filter wrt = VariableKind::Param) {
+  return grad(std::move(f), argnums<0>, has_aux, wrt);
 }
 
 }  // namespace cujax::nnx
