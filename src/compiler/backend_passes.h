@@ -1,4 +1,5 @@
-// The rewrites every backend runs on a module before compiling it, in order: quantized types to
+// The rewrites every backend runs on a module before compiling it, in order: placement and
+// sharding annotations to the values they annotate (annotations.h), quantized types to
 // their stored integers (quantized.h), chlo ops to StableHLO (chlo_decompose.h), narrow types to
 // wide ones (narrow_types.h). Each runs only where the module needs it.
 #pragma once
