@@ -1,6 +1,7 @@
 // The programs JAX exports, run as JAX runs them: placement annotations and memory kinds, the
-// sharding annotations of GSPMD and Shardy on one device. References: JAX's own outputs
-// (shared/interop/jax-backcompat) and the same computation written without the annotations.
+// sharding annotations of GSPMD and Shardy on one device, shape-polymorphic modules refined to
+// their inputs. References: JAX's own outputs (shared/interop/jax-backcompat), the same
+// computation written without the annotations, and the static-shape module of each batch size.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,9 +9,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "cujax/core/dynamic_shape.h"
 #include "cujax/core/npy.h"
 #include "cujax/export.h"
 #include "cujax/ir/parser.h"
+#include "cujax/ir/printer.h"
+#include "cujax/jit.h"
+#include "host_compare.h"
 
 namespace cujax {
 namespace {
@@ -30,6 +35,14 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
+ExportedLeaf leaf(std::string path, Shape shape, DType dtype) {
+  ExportedLeaf l;
+  l.path = std::move(path);
+  l.aval.shape = std::move(shape);
+  l.aval.dtype = dtype;
+  return l;
+}
+
 // An Exported of a module's @main, as `cujax run` calls a bare module.
 Exported exported_of(const std::string& text) {
   const auto module = ir::parse_module(text);
@@ -37,10 +50,10 @@ Exported exported_of(const std::string& text) {
   std::vector<ExportedLeaf> in, out;
   const auto args = main->arg_types();
   for (size_t i = 0; i < args.size(); ++i)
-    in.push_back({"args[" + std::to_string(i) + "]", {args[i].shape, args[i].dtype, false}});
+    in.push_back(leaf("args[" + std::to_string(i) + "]", args[i].shape, args[i].dtype));
   for (size_t i = 0; i < main->result_types.size(); ++i)
-    out.push_back({"result[" + std::to_string(i) + "]",
-                   {main->result_types[i].shape, main->result_types[i].dtype, false}});
+    out.push_back(leaf("result[" + std::to_string(i) + "]", main->result_types[i].shape,
+                       main->result_types[i].dtype));
   return Exported("main", text, "", in, "", out, {"cpu"});
 }
 
@@ -78,10 +91,7 @@ void expect_cases_match_jax(const std::string& prefix) {
     for (size_t i = 0; i < got.size(); ++i) {
       const HostTensor want =
           load_npy((entry.path() / ("expected_" + std::to_string(i) + ".npy")).string());
-      ASSERT_EQ(got[i].type_string(), want.type_string());
-      const auto g = got[i].to_vector<float>();
-      const auto w = want.to_vector<float>();
-      for (size_t k = 0; k < g.size(); ++k) EXPECT_FLOAT_EQ(g[k], w[k]) << "output " << i;
+      expect_same(got[i], want, 1e-6, 0, "output " + std::to_string(i));
     }
     ++ran;
   }
@@ -127,6 +137,200 @@ TEST(ExportPrograms, UnknownMemoryKindIsAnErrorNamingIt) {
   const std::string arg = message_of([&] { run_text(placement_module("hbm", "device"), {x, x}); });
   EXPECT_NE(arg.find("mhlo.memory_kind 'hbm'"), std::string::npos) << arg;
   EXPECT_NE(arg.find("@main argument 0"), std::string::npos) << arg;
+}
+
+// --- shardings on one device ------------------------------------------------------------------
+
+// f(x) = x * x + x with Shardy's ops around it, as JAX writes a shard_map under Shardy.
+const char* kShardy =
+    R"(module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["a"=1]>
+  func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}]>}) {
+    %0 = sdy.sharding_constraint %arg0 <@mesh, [{"a"}]> : tensor<8xf32>
+    %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{"a"}]>] out_shardings=[<@mesh, [{"a"}]>] manual_axes={"a"} (%arg1: tensor<8xf32>) {
+      %2 = stablehlo.multiply %arg1, %arg1 : tensor<8xf32>
+      sdy.return %2 : tensor<8xf32>
+    } : (tensor<8xf32>) -> tensor<8xf32>
+    %3 = sdy.reshard %1 <@mesh, [{}]> : tensor<8xf32>
+    %4 = stablehlo.add %3, %0 : tensor<8xf32>
+    return %4 : tensor<8xf32>
+  }
+})";
+
+// The same as JAX exports it for XLA (Shardy round-trip custom calls), shard shapes given.
+std::string xla_sdy_module(const std::string& local) {
+  return R"(module @jit_f attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\22a\22=1]>}"}, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{replicated}"} : (tensor<8xf32>) -> tensor<8xf32>
+    %1 = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%0) : (tensor<8xf32>) -> tensor<)" +
+         local + R"(xf32>
+    %2 = stablehlo.custom_call @xla.sdy.ManualComputation(%1) {called_computations = [@xla.sdy.manual_computation_body], mhlo.frontend_attributes = {xla.sdy.in_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22a\22}]>]>", xla.sdy.manual_axes = "#sdy<manual_axes{\22a\22}>", xla.sdy.out_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22a\22}]>]>"}} : (tensor<)" +
+         local + R"(xf32>) -> tensor<)" + local + R"(xf32>
+    %3 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%2) : (tensor<)" +
+         local +
+         R"(xf32>) -> tensor<8xf32>
+    %4 = stablehlo.add %3, %0 : tensor<8xf32>
+    %5 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%4) {has_side_effect = true, mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh, [{}]>]>"}} : (tensor<8xf32>) -> tensor<8xf32>
+    return %5 : tensor<8xf32>
+  }
+  func.func private @xla.sdy.manual_computation_body(%arg0: tensor<)" +
+         local + R"(xf32>) -> tensor<)" + local + R"(xf32> {
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<)" +
+         local + R"(xf32>
+    return %0 : tensor<)" +
+         local + R"(xf32>
+  }
+})";
+}
+
+std::vector<float> square_plus(const std::vector<float>& x) {
+  std::vector<float> out;
+  for (float v : x) out.push_back(v * v + v);
+  return out;
+}
+
+TEST(ExportPrograms, ShardyOpsRunOnOneDevice) {
+  const std::vector<float> x = {1, -2, 0.5f, 3, -0.25f, 7, 0, -1};
+  const HostTensor t = HostTensor::from_vector(x, {8});
+  for (const std::string& text : {std::string(kShardy), xla_sdy_module("8")}) {
+    const auto out = run_text(text, {t});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].to_vector<float>(), square_plus(x));
+  }
+}
+
+TEST(ExportPrograms, ShardyOpsRoundTripThroughThePrinter) {
+  const auto once = ir::parse_module(kShardy);
+  const std::string printed = ir::print_module(*once);
+  EXPECT_NE(printed.find("{\n  sdy.mesh @mesh = <[\"a\"=1]>\n  func.func"), std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("#sdy.sharding<@mesh, [{\"a\"}]>"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("#sdy<manual_axes{\"a\"}>"), std::string::npos) << printed;
+  EXPECT_EQ(ir::print_module(*ir::parse_module(printed)), printed);
+}
+
+TEST(ExportPrograms, ShardsOfSeveralDevicesAreRefusedOnOne) {
+  const HostTensor t = HostTensor::from_vector(std::vector<float>(8, 1.0f), {8});
+  const std::string msg = message_of([&] { run_text(xla_sdy_module("4"), {t}); });
+  EXPECT_NE(msg.find("tensor<8xf32> to tensor<4xf32>"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("several devices"), std::string::npos) << msg;
+}
+
+// --- shape polymorphism ----------------------------------------------------------------------
+
+// f(x: f32[b, 4]) as JAX exports it for a symbolic b: @main reads b from its argument, asserts
+// b >= 1 and passes b to the function as a dimension variable, which sizes its dynamic ops.
+const char* kPolymorphic = R"(
+module @jit_f attributes {jax.uses_shape_polymorphism = true, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<?x4xf32>) -> (tensor<4x?xf32>, tensor<?xf32>) {
+    %0 = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<?x4xf32>) -> tensor<i32>
+    %1 = stablehlo.convert %0 : (tensor<i32>) -> tensor<i64>
+    %c = stablehlo.constant dense<1> : tensor<i64>
+    %2 = stablehlo.compare  GE, %1, %c,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+    stablehlo.custom_call @shape_assertion(%2, %1) {api_version = 2 : i32, error_message = "Input shapes do not match the polymorphic shapes specification. Expected value >= 1 for dimension variable 'b'. Obtained dimension variables: 'b' = {0} from specification 'b' for dimension args[0].shape[0] (= {0}), .", has_side_effect = true} : (tensor<i1>, tensor<i64>) -> ()
+    %3:2 = call @_wrapped_jax_export_main(%1, %arg0) : (tensor<i64>, tensor<?x4xf32>) -> (tensor<4x?xf32>, tensor<?xf32>)
+    return %3#0, %3#1 : tensor<4x?xf32>, tensor<?xf32>
+  }
+  func.func private @_wrapped_jax_export_main(%arg0: tensor<i64>, %arg1: tensor<?x4xf32>) -> (tensor<4x?xf32>, tensor<?xf32>) {
+    %0 = stablehlo.convert %arg0 : (tensor<i64>) -> tensor<i32>
+    %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+    %c4 = stablehlo.constant dense<4> : tensor<1xi32>
+    %2 = stablehlo.concatenate %1, %c4, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %3 = "stablehlo.dynamic_iota"(%2) <{iota_dimension = 0 : i64}> : (tensor<2xi32>) -> tensor<?x4xf32>
+    %4 = stablehlo.multiply %arg1, %3 : tensor<?x4xf32>
+    %half = stablehlo.constant dense<5.000000e-01> : tensor<f32>
+    %5 = "stablehlo.dynamic_broadcast_in_dim"(%half, %2) <{broadcast_dimensions = array<i64>}> : (tensor<f32>, tensor<2xi32>) -> tensor<?x4xf32>
+    %6 = stablehlo.add %4, %5 : tensor<?x4xf32>
+    %zero = stablehlo.constant dense<0> : tensor<1xi32>
+    %one = stablehlo.constant dense<1> : tensor<1xi32>
+    %start = stablehlo.concatenate %zero, %one, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %ones = stablehlo.concatenate %one, %one, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %7 = "stablehlo.real_dynamic_slice"(%6, %start, %2, %ones) : (tensor<?x4xf32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>) -> tensor<?x3xf32>
+    %c3 = stablehlo.constant dense<3> : tensor<1xi32>
+    %8 = stablehlo.concatenate %c3, %1, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %9 = "stablehlo.dynamic_reshape"(%7, %8) : (tensor<?x3xf32>, tensor<2xi32>) -> tensor<3x?xf32>
+    %fzero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %low = stablehlo.concatenate %zero, %one, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %high = stablehlo.concatenate %one, %zero, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %interior = stablehlo.concatenate %zero, %zero, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %10 = "stablehlo.dynamic_pad"(%9, %fzero, %low, %high, %interior) : (tensor<3x?xf32>, tensor<f32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>) -> tensor<4x?xf32>
+    %11 = "stablehlo.reduce"(%6, %fzero) <{dimensions = array<i64: 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<?x4xf32>, tensor<f32>) -> tensor<?xf32>
+    return %10, %11 : tensor<4x?xf32>, tensor<?xf32>
+  }
+})";
+
+// The same function for one b, written with static ops only.
+std::string static_module(int64_t b) {
+  std::string t = R"(
+module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<Bx4xf32>) -> (tensor<4xB1xf32>, tensor<Bxf32>) {
+    %0 = stablehlo.iota dim = 0 : tensor<Bx4xf32>
+    %1 = stablehlo.multiply %arg0, %0 : tensor<Bx4xf32>
+    %half = stablehlo.constant dense<5.000000e-01> : tensor<Bx4xf32>
+    %2 = stablehlo.add %1, %half : tensor<Bx4xf32>
+    %3 = "stablehlo.slice"(%2) <{start_indices = array<i64: 0, 1>, limit_indices = array<i64: B, 4>, strides = array<i64: 1, 1>}> : (tensor<Bx4xf32>) -> tensor<Bx3xf32>
+    %4 = stablehlo.reshape %3 : (tensor<Bx3xf32>) -> tensor<3xBxf32>
+    %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %5 = "stablehlo.pad"(%4, %zero) <{edge_padding_low = array<i64: 0, 1>, edge_padding_high = array<i64: 1, 0>, interior_padding = array<i64: 0, 0>}> : (tensor<3xBxf32>, tensor<f32>) -> tensor<4xB1xf32>
+    %6 = "stablehlo.reduce"(%2, %zero) <{dimensions = array<i64: 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<Bx4xf32>, tensor<f32>) -> tensor<Bxf32>
+    return %5, %6 : tensor<4xB1xf32>, tensor<Bxf32>
+  }
+})";
+  for (auto [key, value] : {std::pair<std::string, int64_t>{"B1", b + 1}, {"B", b}})
+    for (size_t at = t.find(key); at != std::string::npos; at = t.find(key))
+      t.replace(at, key.size(), std::to_string(value));
+  return t;
+}
+
+HostTensor batch(int64_t b) {
+  std::vector<float> v(static_cast<size_t>(b * 4));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.25f * static_cast<float>(i) - 1.5f;
+  return HostTensor::from_vector(v, {b, 4});
+}
+
+TEST(ExportPrograms, PolymorphicModuleMatchesTheStaticOneAtEachBatchSize) {
+  const Exported poly = exported_of(kPolymorphic);
+  ASSERT_EQ(poly.in_avals()[0].shape, (Shape{kDynamicDim, 4}));
+  const int64_t before = global_compile_count();
+  for (int64_t b : {1, 3, 8}) {
+    SCOPED_TRACE("b = " + std::to_string(b));
+    const auto got = poly.call_flat({array(batch(b))});
+    const auto want = run_text(static_module(b), {batch(b)});
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].shape(), (Shape{4, b + 1}));
+    for (size_t i = 0; i < 2; ++i) expect_same(got[i].to_host(), want[i], 0, 0, "output");
+  }
+  // One compile per batch size for the polymorphic program (and one per static module).
+  EXPECT_EQ(global_compile_count() - before, 6);
+  const int64_t after = global_compile_count();
+  for (int64_t b : {8, 1, 3}) poly.call_flat({array(batch(b))});
+  EXPECT_EQ(global_compile_count(), after) << "a batch size seen before compiled again";
+}
+
+TEST(ExportPrograms, FailedShapeAssertionGivesJaxsMessage) {
+  const Exported poly = exported_of(kPolymorphic);
+  const std::string msg = message_of([&] { poly.call_flat({array(batch(0))}); });
+  EXPECT_NE(msg.find("Expected value >= 1 for dimension variable 'b'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'b' = 0 from specification 'b' for dimension args[0].shape[0] (= 0)"),
+            std::string::npos)
+      << msg;
+  const std::string rank = message_of([&] {
+    poly.call_flat({array(HostTensor::from_vector(std::vector<float>{1, 2, 3}, {3, 1}))});
+  });
+  EXPECT_NE(rank.find("f32[?,4]"), std::string::npos) << rank;
+}
+
+TEST(ExportPrograms, DynamicShapeProgramsMatchJax) {
+  expect_cases_match_jax("stablehlo_dynamic_rng_bit_generator");
+  expect_cases_match_jax("stablehlo_dynamic_top_k");
 }
 
 }  // namespace

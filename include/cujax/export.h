@@ -225,6 +225,9 @@ class Exported {
   Exported();
   static Exported from_jax(std::string_view bytes, const std::string& what);
   void compile_for(std::string platform, std::string lowering) const;
+  // The compiled program for the module's inputs `args`: for a shape-polymorphic module, the
+  // one for their shapes, refined and compiled on the first call with them.
+  std::shared_ptr<const trace::CompiledProgram> program_for(const std::vector<Array>& args) const;
   struct Cache;
   std::string fun_name_;
   std::string text_;

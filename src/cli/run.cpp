@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/args.h"
+#include "cujax/core/dynamic_shape.h"
 #include "cujax/core/npy.h"
 #include "cujax/export.h"
 #include "cujax/ir/bytecode.h"
@@ -147,7 +148,7 @@ Prepared prepare(const std::vector<std::string>& argv) {
                 "), got " + std::to_string(p.outputs.size()) + " --output; give one per output");
   for (size_t i = 0; i < inputs.size(); ++i) {
     HostTensor t = load_npy(inputs[i]);
-    if (t.shape() != in[i].aval.shape || t.dtype() != in[i].aval.dtype)
+    if (!shape_fits(t.shape(), in[i].aval.shape) || t.dtype() != in[i].aval.dtype)
       throw Error(inputs[i] + " is " + t.type_string() + ", but input " + in[i].path + " of " +
                   p.file + " is " + in[i].aval.str());
     p.inputs.push_back(array(t));

@@ -1,5 +1,7 @@
 #include "cujax/core/shape.h"
 
+#include "cujax/core/dynamic_shape.h"
+
 #include <algorithm>
 
 #include "cujax/core/error.h"
@@ -31,9 +33,22 @@ std::string shape_to_string(const Shape& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) out += ",";
-    out += std::to_string(shape[i]);
+    out += shape[i] == kDynamicDim ? std::string("?") : std::to_string(shape[i]);
   }
   return out + "]";
+}
+
+bool is_dynamic(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d == kDynamicDim) return true;
+  return false;
+}
+
+bool shape_fits(const Shape& concrete, const Shape& pattern) {
+  if (concrete.size() != pattern.size()) return false;
+  for (size_t i = 0; i < pattern.size(); ++i)
+    if (pattern[i] != kDynamicDim && pattern[i] != concrete[i]) return false;
+  return true;
 }
 
 }  // namespace cujax

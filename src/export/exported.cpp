@@ -8,9 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 
+#include "compiler/refine_shapes.h"
+#include "cujax/core/dynamic_shape.h"
 #include "cujax/core/json.h"
 #include "cujax/core/sha256.h"
 #include "cujax/devices.h"
@@ -26,6 +29,10 @@ struct Exported::Cache {
   std::mutex mu;
   std::shared_ptr<const trace::CompiledProgram> program;
   int lowering_index = 0;  // the platform index a JAX export's @main takes first
+  // A shape-polymorphic module: the platform compile chose, and the program of each shapes of
+  // the module's inputs it was called with, refined and compiled on the first such call.
+  std::string polymorphic_platform;
+  std::map<std::vector<Shape>, std::shared_ptr<const trace::CompiledProgram>> by_shapes;
 };
 
 namespace {
@@ -51,7 +58,8 @@ void check_signature(const std::string& name, const std::string& text,
   std::unique_ptr<ir::Module> module;
   try {
     module = ir::parse_module(text);
-    ir::verify(*module);
+    // A shape-polymorphic module is verified once refined to the shapes of a call.
+    if (!compiler::has_dynamic_shapes(*module)) ir::verify(*module);
   } catch (const Error& e) {
     throw Error("exported " + name + ": the StableHLO text is invalid: " + e.what());
   }
@@ -61,7 +69,8 @@ void check_signature(const std::string& name, const std::string& text,
                    const std::vector<ExportedLeaf>& leaves) {
     bool same = types.size() == leaves.size();
     for (size_t i = 0; same && i < types.size(); ++i)
-      same = types[i].shape == leaves[i].aval.shape && types[i].dtype == leaves[i].aval.dtype;
+      same = shape_fits(leaves[i].aval.shape, types[i].shape) &&
+             types[i].dtype == leaves[i].aval.dtype;
     if (same) return;
     std::string got = "(";
     for (size_t i = 0; i < types.size(); ++i)
@@ -383,14 +392,21 @@ void Exported::compile_for(std::string platform, std::string lowering) const {
   if (lowering.empty()) lowering = chosen;
   const int index = static_cast<int>(std::find(platforms_.begin(), platforms_.end(), lowering) -
                                      platforms_.begin());
-  if (cache_->program) {
-    if (cache_->program->platform == chosen && cache_->lowering_index == index) return;
-    throw Error("exported " + fun_name_ + " is already compiled for " + cache_->program->platform +
-                " (lowering " + platforms_[static_cast<size_t>(cache_->lowering_index)] +
-                "), not " + chosen + " (lowering " + lowering + ")");
+  const std::string compiled =
+      cache_->program ? cache_->program->platform : cache_->polymorphic_platform;
+  if (!compiled.empty()) {
+    if (compiled == chosen && cache_->lowering_index == index) return;
+    throw Error("exported " + fun_name_ + " is already compiled for " + compiled + " (lowering " +
+                platforms_[static_cast<size_t>(cache_->lowering_index)] + "), not " + chosen +
+                " (lowering " + lowering + ")");
   }
   if (jax_ && nr_devices_ > 1) export_detail::check_single_device(fun_name_, text_, nr_devices_);
   const size_t module_inputs_count = (platform_index_ ? 1 : 0) + (jax_ ? kept_.size() : in_.size());
+  if (compiler::has_dynamic_shapes(*trace::reparse(text_))) {  // compiled per input shapes
+    cache_->lowering_index = index;
+    cache_->polymorphic_platform = chosen;
+    return;
+  }
   auto program = trace::compile_module(trace::reparse(text_), chosen,
                                        std::vector<bool>(module_inputs_count, false));
   cache_->lowering_index = index;
@@ -401,12 +417,30 @@ void Exported::compile_for(std::string platform, std::string lowering) const {
 
 bool Exported::is_compiled() const {
   std::lock_guard<std::mutex> lock(cache_->mu);
-  return cache_->program != nullptr;
+  return cache_->program != nullptr || !cache_->polymorphic_platform.empty();
 }
 
 std::string Exported::compiled_platform() const {
   std::lock_guard<std::mutex> lock(cache_->mu);
-  return cache_->program ? cache_->program->platform : "";
+  return cache_->program ? cache_->program->platform : cache_->polymorphic_platform;
+}
+
+std::shared_ptr<const trace::CompiledProgram> Exported::program_for(
+    const std::vector<Array>& args) const {
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  if (cache_->program) return cache_->program;
+  std::vector<Shape> shapes;
+  for (const Array& a : args) shapes.push_back(a.shape());
+  std::shared_ptr<const trace::CompiledProgram>& p = cache_->by_shapes[shapes];
+  if (!p) {
+    auto program =
+        trace::compile_module(compiler::refine_polymorphic_shapes(*trace::reparse(text_), shapes),
+                              cache_->polymorphic_platform, std::vector<bool>(args.size(), false));
+    for (size_t i = 0; i < out_.size() && i < program->out_avals.size(); ++i)
+      program->out_avals[i].weak_type = out_[i].aval.weak_type;
+    p = std::move(program);
+  }
+  return p;
 }
 
 void Exported::check_structure(const std::string& structure) const {
@@ -429,23 +463,17 @@ std::vector<Array> Exported::call_flat(const std::vector<Array>& leaves) const {
                 avals_text(in_) + ", got " + std::to_string(leaves.size()));
   for (size_t i = 0; i < leaves.size(); ++i) {
     const ShapeDtype& got = leaves[i].aval();
-    if (got.shape != in_[i].aval.shape || got.dtype != in_[i].aval.dtype)
+    if (!shape_fits(got.shape, in_[i].aval.shape) || got.dtype != in_[i].aval.dtype)
       throw Error("exported " + fun_name_ + ": input " + in_[i].path + " is " + got.str() +
                   ", but the function was exported for " + in_[i].aval.str());
   }
-  std::shared_ptr<const trace::CompiledProgram> program;
+  if (!is_compiled()) compile();
   int lowering_index;
   {
     std::lock_guard<std::mutex> lock(cache_->mu);
-    program = cache_->program;
-  }
-  if (!program) compile();
-  {
-    std::lock_guard<std::mutex> lock(cache_->mu);
-    program = cache_->program;
     lowering_index = cache_->lowering_index;
   }
-  if (!jax_) return trace::execute(*program, leaves);
+  if (!jax_) return trace::execute(*program_for(leaves), leaves);
   // JAX's calling convention: the platform's index, then the inputs the module kept.
   std::vector<Array> args;
   if (platform_index_) {
@@ -455,7 +483,7 @@ std::vector<Array> Exported::call_flat(const std::vector<Array>& leaves) const {
     args.push_back(array(index));
   }
   for (int k : kept_) args.push_back(leaves[static_cast<size_t>(k)]);
-  return trace::execute(*program, args);
+  return trace::execute(*program_for(args), args);
 }
 
 namespace export_detail {

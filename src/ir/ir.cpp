@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "cujax/core/dynamic_shape.h"
 #include "cujax/core/error.h"
 #include "ir/asm_util.h"
 
@@ -39,7 +40,7 @@ std::string QuantizedType::str() const {
 std::string Type::str() const {
   if (is_token) return "!stablehlo.token";
   std::string s = "tensor<";
-  for (int64_t d : shape) s += std::to_string(d) + "x";
+  for (int64_t d : shape) s += (d == kDynamicDim ? std::string("?") : std::to_string(d)) + "x";
   return s + (quantized ? quantized->str() : std::string(mlir_name(dtype))) + ">";
 }
 

@@ -5,10 +5,12 @@
 // every loop consumes input, and every allocation is bounded by the input size, except splat
 // constants, which have a byte budget (parser_limits.h).
 #include "cujax/ir/parser.h"
+#include "cujax/core/dynamic_shape.h"
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -18,6 +20,7 @@
 #include "ir/asm_util.h"
 #include "ir/op_syntax.h"
 #include "ir/parser_limits.h"
+#include "ir/sdy.h"
 
 namespace cujax::ir {
 
@@ -112,6 +115,8 @@ class Parser {
   std::unique_ptr<Module> parse_top();
 
  private:
+  friend class SdyAdapter;
+
   // ---- positions and errors ----------------------------------------------------------------
 
   std::pair<int, int> line_col(size_t at) const {
@@ -518,8 +523,14 @@ class Parser {
     bool too_big = false;
     while (true) {
       ws();
-      if (cur() == '?') fail(pos_, "dynamic dimensions are not supported");
       if (cur() == '*') fail(pos_, "unranked tensors are not supported");
+      if (cur() == '?') {  // refined to a size before compiling (compiler/refine_shapes.h)
+        ++pos_;
+        if (cur() != 'x') fail(pos_, "expected 'x' after '?' in tensor type, found " + found());
+        ++pos_;
+        shape.push_back(kDynamicDim);
+        continue;
+      }
       if (!is_digit(cur())) break;
       const size_t dpos = pos_;
       uint64_t d = 0;
@@ -1567,6 +1578,69 @@ class Parser {
   bool compact_reduce_ = false;  // the op just parsed is a compact reduce (its body takes its loc)
 };
 
+// The parser's side of ir/sdy.h: reads an sdy op into the pending op.
+class SdyAdapter final : public ir::detail::SdyOpReader {
+ public:
+  SdyAdapter(Parser& parser, PendingOp& op) : ps_(parser), p_(op) {}
+  char peek() override {
+    ps_.ws();
+    return ps_.cur();
+  }
+  bool consume(char c) override { return ps_.consume(c); }
+  bool consume_word(std::string_view w) override { return ps_.consume_word(w); }
+  void expect(char c, std::string_view context) override { ps_.expect(c, context); }
+  void expect_word(std::string_view w, std::string_view context) override {
+    ps_.expect_word(w, context);
+  }
+  std::string balanced() override {
+    ps_.ws();
+    const size_t at = ps_.pos_;
+    ps_.pos_ = ps_.skip_balanced(at);
+    return std::string(ps_.src_.substr(at, ps_.pos_ - at));
+  }
+  std::string word() override {
+    ps_.ws();
+    const size_t at = ps_.pos_;
+    while (std::isalnum(static_cast<unsigned char>(ps_.cur())) || ps_.cur() == '_') ++ps_.pos_;
+    if (at == ps_.pos_) ps_.fail(at, "expected a word, found " + ps_.found());
+    return std::string(ps_.src_.substr(at, ps_.pos_ - at));
+  }
+  void operand() override { ps_.add_operand(p_); }
+  size_t num_operands() const override { return p_.operands.size(); }
+  Type type() override {
+    ps_.ws();
+    return ps_.parse_type();
+  }
+  std::vector<Type> type_list() override { return ps_.parse_result_types(); }
+  std::vector<Type> comma_types() override {
+    ps_.ws();
+    return ps_.parse_type_list();
+  }
+  void attr_dict() override { ps_.parse_optional_attr_dict(p_.attrs); }
+  void add_attr(std::string name, AttrRef value) override {
+    p_.attrs.push_back({std::move(name), std::move(value)});
+  }
+  void set_result_types(std::vector<Type> types) override { p_.result_types = std::move(types); }
+  void region_with_args() override {
+    std::vector<ArgDef> args;
+    ps_.expect('(', "to start the block arguments");
+    if (!ps_.consume(')')) {
+      do {
+        args.push_back(ps_.parse_arg_def());
+      } while (ps_.consume(','));
+      ps_.expect(')', "to close the block arguments");
+    }
+    p_.regions.push_back(ps_.parse_region(&args));
+  }
+  [[noreturn]] void fail(const std::string& msg) override {
+    ps_.fail(ps_.pos_, p_.name + ": " + msg);
+  }
+
+ private:
+  Parser& ps_;
+  PendingOp& p_;
+};
+
 void Parser::parse_reduce(PendingOp& p) {
   std::vector<Value*> inits;
   std::vector<size_t> init_pos;
@@ -2281,6 +2355,9 @@ void Parser::parse_op_into(Block& block) {
     p.name = w == "return" ? "func.return" : w == "call" ? "func.call" : std::string(w);
     if (const syntax::OpSyntax* s = syntax::find(p.name)) {
       parse_custom_op(p, *s);
+    } else if (ir::detail::is_sdy_op(p.name)) {
+      SdyAdapter reader(*this, p);
+      ir::detail::parse_sdy_op(p.name, reader);
     } else if (p.name.find('.') == std::string::npos || p.name == "func.func" ||
                p.name == "module" || p.name == "builtin.module") {
       fail(name_pos, "unknown operation " + quoted(p.name));
@@ -2463,6 +2540,22 @@ std::unique_ptr<Module> Parser::parse_top() {
         if (cur() == '}') break;
         if (eof()) fail(pos_, "unexpected end of input, expected '}' to close the module");
         const size_t fat = pos_;
+        if (consume_word("sdy.mesh")) {
+          // sdy.mesh @name = <...>, kept verbatim with the aliases (the printer writes it back
+          // into the body: detail::is_sdy_mesh).
+          parse_symbol();
+          expect('=', "after the name of sdy.mesh");
+          ws();
+          if (cur() != '<') fail(pos_, "expected '<' to start the mesh, found " + found());
+          pos_ = skip_balanced(pos_);
+          size_t end = pos_;
+          if (at_loc()) {
+            parse_loc();
+            end = pos_;
+          }
+          m->aliases.emplace_back(src_.substr(fat, end - fat));
+          continue;
+        }
         if (!consume_word("func.func"))
           fail(fat, "expected 'func.func' in the module body, found " + found());
         parse_function(*m, fat);

@@ -6,6 +6,7 @@
 // sibling regions starting from the same state, `%c`/`%cst` for constants, `%iterArg` for while
 // arguments, `%argN` for entry block arguments, `_N` suffixes from one shared conflict counter.
 #include "cujax/ir/printer.h"
+#include "cujax/core/dynamic_shape.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include "ir/asm_util.h"
 #include "ir/op_syntax.h"
+#include "ir/sdy.h"
 
 namespace cujax::ir {
 
@@ -30,7 +32,7 @@ void append_type(std::string& out, const Type& t) {
   }
   out += "tensor<";
   for (int64_t d : t.shape) {
-    out += std::to_string(d);
+    out += d == kDynamicDim ? std::string("?") : std::to_string(d);
     out += 'x';
   }
   out += t.quantized ? t.quantized->str() : std::string(mlir_name(t.dtype));
@@ -369,7 +371,7 @@ class ModulePrinter {
 
   void module(const Module& m) {
     for (const auto& a : m.aliases)
-      if (!is_loc_alias(a)) out += a + "\n";
+      if (!is_loc_alias(a) && !ir::detail::is_sdy_mesh(a)) out += a + "\n";
     out += "module";
     if (!m.name.empty()) {
       out += ' ';
@@ -381,6 +383,8 @@ class ModulePrinter {
       out += '}';
     }
     out += " {\n";
+    for (const auto& a : m.aliases)
+      if (ir::detail::is_sdy_mesh(a)) out += "  " + a + "\n";
     for (const auto& f : m.functions) function(*f);
     out += '}';
     if (!m.loc.empty()) out += " " + m.loc;
