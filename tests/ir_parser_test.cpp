@@ -865,7 +865,9 @@ TEST(ParserErrors, UnknownType) {
   EXPECT_NE(std::string(c.what()).find("'q7'"), std::string::npos) << c.what();
   EXPECT_NE(std::string(parse_error(wrap("", "%arg0: tuple<tensor<f32>>")).what()).find("tuple"),
             std::string::npos);
-  EXPECT_NE(std::string(parse_error(wrap("", "%arg0: tensor<?xf32>")).what()).find("dynamic"),
+  EXPECT_NE(std::string(parse_error(wrap("", "%arg0: tensor<*xf32>")).what()).find("unranked"),
+            std::string::npos);
+  EXPECT_NE(std::string(parse_error(wrap("", "%arg0: tensor<?f32>")).what()).find("after '?'"),
             std::string::npos);
   const std::string q =
       parse_error(wrap("", "%arg0: tensor<2x!quant.calibrated<f32<-1.0:1.0>>>")).what();

@@ -6,10 +6,12 @@
 // (StableHLO's VhloBytecode.cpp codes). An op or a type the target does not have yet, or an
 // attribute an older op version cannot hold, is refused with the op and the version named.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <set>
 
 #include "../asm_util.h"
+#include "cujax/core/dynamic_shape.h"
 #include "cujax/core/error.h"
 #include "cujax/ir/bytecode.h"
 #include "cujax/ir/printer.h"
@@ -208,7 +210,7 @@ class ToVhlo {
     if (t.is_token) return get(NodeBuilder(true, "vhlo", 22));
     NodeBuilder b(true, "vhlo", 20);
     b.varint(t.shape.size());
-    for (int64_t d : t.shape) b.svarint(d);
+    for (int64_t d : t.shape) b.svarint(d == kDynamicDim ? INT64_MIN : d);  // MLIR's kDynamic
     b.type(t.quantized ? quantized(*t.quantized) : element(t.dtype));
     return get(b);
   }
