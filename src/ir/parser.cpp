@@ -2541,7 +2541,7 @@ std::unique_ptr<Module> Parser::parse_top() {
         if (eof()) fail(pos_, "unexpected end of input, expected '}' to close the module");
         const size_t fat = pos_;
         if (consume_word("sdy.mesh")) {
-          // sdy.mesh @name = <...>, kept verbatim with the aliases (the printer writes it back
+          // sdy.mesh @name = <...> {attrs}?, kept verbatim with the aliases (the printer writes it back
           // into the body: detail::is_sdy_mesh).
           parse_symbol();
           expect('=', "after the name of sdy.mesh");
@@ -2549,6 +2549,9 @@ std::unique_ptr<Module> Parser::parse_top() {
           if (cur() != '<') fail(pos_, "expected '<' to start the mesh, found " + found());
           pos_ = skip_balanced(pos_);
           size_t end = pos_;
+          ws();
+          pos_ = cur() == '{' ? skip_balanced(pos_) : end;  // its attr-dict, if any
+          end = pos_;
           if (at_loc()) {
             parse_loc();
             end = pos_;
