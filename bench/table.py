@@ -15,7 +15,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "jax"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
+                                "jax_bridge"))
 from common import CONFIGS, peak_tflops, train_flops_per_token  # noqa: E402
+import interop_check  # noqa: E402 (its CHECKS; it imports JAX only when run)
 
 TRAIN_CONFIGS = ("tiny", "small", "gpt2")
 NOT_RUN = "not run"
@@ -177,10 +180,7 @@ def main():
             m = re.match(r"CHECK (.+?) (pass|FAIL)\b ?(.*)", line)
             if m:
                 checks.append(m.groups())
-    expected = ["jax-export-forward", "jax-export-loss", "cujax-export-xla",
-                "orbax-restores-cujax", "cujax-restores-orbax (zarr)",
-                "cujax-restores-orbax (ocdbt)", "prng"]
-    for name in expected:
+    for name in interop_check.CHECKS:
         got = [c for c in checks if c[0].startswith(name)]
         if not got:
             print(f"{name:<44} {NOT_RUN}")

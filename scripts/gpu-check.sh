@@ -12,8 +12,10 @@
 #                bench/jax/bench.py train on those batches (JAX, bf16 and f32); cujax bench
 #                attention (default, xla, cudnn) and JAX's; decode at batch 1 and 8; the jitted
 #                call's overhead; cuda_bench; bench serve; bench scaling; gpt2 (the longest);
-#   interop:     tools/jax_bridge/interop_check.py: JAX exports run by cujax and the reverse,
-#                Orbax and cujax checkpoints both ways (zarr, OCDBT), the PRNG; its fixtures.
+#   interop:     tools/jax_bridge/interop_check.py: JAX exports run by cujax and the reverse
+#                (a cujax artifact under XLA, `cujax export --format jax` through
+#                jax.export.deserialize), Orbax and cujax checkpoints both ways (zarr, OCDBT,
+#                Orbax's defaults), the PRNG; its fixtures.
 # Time: everything from the script's start (unpacking the archive included) fits one budget,
 # 480 s unless --budget S (or GPU_CHECK_BUDGET) says otherwise, at most 540 s: with the caller's
 # own steps the command stays under the device tool's 600 s, and with a machine start of 1-2
@@ -415,8 +417,9 @@ stage scaling benchmark 60 "$build/cujax" bench scaling --steps 3
 # gpt2 (124M parameters, 8 x 1024 tokens a step): the longest stages.
 train_pair gpt2 8 8 4 120
 
-# --- interop, last: it reads train-tiny's checkpoint
-KIND=interop jax_stage interop 150 "$py" tools/jax_bridge/interop_check.py --cujax "$build/cujax" \
+# --- interop, last: it reads train-tiny's checkpoint. 165 s: 150 before the jax-format export
+# (a cujax export, a cujax run and JAX's deserialize and call of the tiny forward, ~15 s more).
+KIND=interop jax_stage interop 165 "$py" tools/jax_bridge/interop_check.py --cujax "$build/cujax" \
   --run-dir "$scratch/run-tiny" --work "$scratch/interop" --fixtures "$log/fixtures" \
   --platform cuda
 

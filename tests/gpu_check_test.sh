@@ -133,6 +133,22 @@ grep -q "^=== cujax against JAX" "$work/dry/gpu-check-table.txt" || fail "the ta
 grep -q "^train gpt2: tokens/s, f32 .* not run .* not run" "$work/dry/gpu-check-table.txt" ||
   fail "--dry-run's table has no 'not run' row for gpt2"
 grep -q "^cujax-restores-orbax (ocdbt) .*not run" "$work/dry/gpu-check-table.txt" || fail "no interop row in --dry-run"
+# interop_check.py's rows (issues 36 and 39 among them) listed without JAX: a jax, flax, orbax
+# and numpy that fail on import stand in, so an import at module level fails this.
+mkdir -p "$work/nojax"
+for m in jax flax orbax numpy; do
+  mkdir -p "$work/nojax/$m" && echo "raise ImportError('$m imported by the dry run')" >"$work/nojax/$m/__init__.py"
+done
+PYTHONPATH="$work/nojax" PYTHONPYCACHEPREFIX="$work/pycache" python3 tools/jax_bridge/interop_check.py \
+  --dry-run >"$work/checks" 2>&1 || fail "interop_check.py --dry-run: $(cat "$work/checks")"
+for c in jax-export-forward cujax-export-xla jax-deserializes-cujax-export orbax-restores-cujax \
+  "cujax-restores-orbax (zarr)" "cujax-restores-orbax (ocdbt)" prng; do
+  grep -qxF "check $c" "$work/checks" || fail "interop_check.py --dry-run lists no $c"
+  grep -qE "^$(sed 's/[()]/\\&/g' <<<"$c") +not run" "$work/dry/gpu-check-table.txt" ||
+    fail "--dry-run's table has no '$c' row"
+done
+PYTHONPATH="$work/nojax" python3 bench/table.py "$work/nojax" --dry-run >"$work/nojax.table" 2>&1 ||
+  fail "bench/table.py needs JAX: $(tail -3 "$work/nojax.table")"
 
 # --- a small budget: the benchmarks and interop skipped, recorded, the arithmetic still right
 dry_run small --budget 200 "$build" || fail "--dry-run --budget 200: exit status $?"

@@ -8,10 +8,15 @@ the numbers compared; bench/jax/common.py):
                        gradient norm and the updated parameters
   cujax-export-xla     `cujax export --fn forward` of a `cujax train` run runs under XLA
                        (run_in_xla.py's compile) with `cujax run`'s logits
-  orbax-restores-cujax orbax.checkpoint.StandardCheckpointer().restore reads that run's
-                       checkpoint into the Flax model, whose logits match cujax's
-  cujax-restores-orbax cujax restores checkpoints Orbax wrote from the Flax model (non-OCDBT
-                       and Orbax's default OCDBT layout) and computes the Flax model's logits
+  jax-deserializes-cujax-export
+                       `cujax export --format jax` of that forward: jax.export.deserialize
+                       loads it (avals, platform) and its call gives `cujax run`'s logits
+  orbax-restores-cujax orbax.checkpoint.StandardCheckpointer().restore (no flags) reads that
+                       run's checkpoint (cujax's default layout, OCDBT) into the Flax model,
+                       whose logits match cujax's
+  cujax-restores-orbax cujax restores checkpoints Orbax wrote from the Flax model (zarr:
+                       use_ocdbt=False; ocdbt: StandardCheckpointer() with no flags, Orbax's
+                       default) and computes the Flax model's logits
   prng                 JAX's normal, uniform, categorical and permutation draws for fixed keys,
                        written for tests/random_test.cpp (JaxDraws), which compares cujax's
 
@@ -19,8 +24,11 @@ It also writes fixtures to commit (--fixtures): a small checkpoint saved by Orba
 layouts and the PRNG draws.
 
 usage: interop_check.py --cujax BIN --run-dir RUN --work DIR [--fixtures DIR] [--platform cuda]
+       interop_check.py --dry-run   lists the checks (CHECKS, the rows bench/table.py expects);
+                                    imports no JAX
 
-RUN is a `cujax train --config tiny --out RUN` folder. Needs jax, flax, optax, orbax-checkpoint.
+RUN is a `cujax train --config tiny --out RUN` folder. Needs jax, flax, optax, orbax-checkpoint
+and numpy, imported in main(): the module itself (CHECKS) imports the standard library only.
 """
 import argparse
 import json
@@ -35,22 +43,36 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "jax"))
 from common import CONFIGS, check, stage  # noqa: E402
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-# Compare float32 with float32: no TF32 in JAX's matrix products.
-jax.config.update("jax_default_matmul_precision", "highest")
-
-from jax import export  # noqa: E402
-import orbax.checkpoint as ocp  # noqa: E402
-from flax import nnx  # noqa: E402
-
-import cujax_artifact  # noqa: E402
-import model as lm  # noqa: E402
-import run_in_xla  # noqa: E402
+# The CHECK rows, in order: a row of bench/table.py's interop table each (a prefix of the names
+# printed; "not run" where none printed).
+CHECKS = ["jax-export-forward", "jax-export-loss", "cujax-export-xla",
+          "jax-deserializes-cujax-export", "orbax-restores-cujax", "cujax-restores-orbax (zarr)",
+          "cujax-restores-orbax (ocdbt)", "prng"]
 
 RTOL, ATOL = 1e-3, 1e-3  # float32 on a GPU: different kernels, different summation orders
+# XLA runs a cujax export's DEFAULT-precision products in TF32 on a GPU, cujax in full f32
+# (docs/cuda.md).
+TF32_TOL = 2e-2
+
+
+def import_jax():
+    """JAX, Flax, Orbax and numpy, as module globals: imported here, not at import time, so that
+    bench/table.py and --dry-run work where they are absent."""
+    global jax, jnp, np, export, ocp, nnx, cujax_artifact, lm, run_in_xla
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    # Compare float32 with float32: no TF32 in JAX's matrix products.
+    jax.config.update("jax_default_matmul_precision", "highest")
+
+    from jax import export
+    import orbax.checkpoint as ocp
+    from flax import nnx
+
+    import cujax_artifact
+    import model as lm
+    import run_in_xla
 
 
 def sh(*cmd):
@@ -186,8 +208,47 @@ def cujax_export_xla(a, config):
     results = exe.execute_sharded(args).disassemble_into_single_device_arrays()
     # The artifact's products have DEFAULT precision, which XLA runs in TF32 on a GPU while
     # cujax's default is full f32 (docs/cuda.md): a TF32-sized tolerance.
-    compare("cujax-export-xla (logits)", np.asarray(results[0][0]), logits, rtol=2e-2, atol=2e-2)
+    compare("cujax-export-xla (logits)", np.asarray(results[0][0]), logits, rtol=TF32_TOL,
+            atol=TF32_TOL)
     return logits
+
+
+def jax_deserializes_cujax_export(a, config, cujax_logits):
+    """`cujax export --format jax` of the run's forward (issue 36): `cujax run` of those bytes
+    gives the cujax artifact's logits, jax.export.deserialize loads them with the avals and the
+    platform cujax wrote, and JAX's call of them gives the same logits."""
+    tokens = tokens_for(config)
+    name = "jax-deserializes-cujax-export"
+    path = os.path.join(a.work, "cujax-forward.jaxexport")
+    sh(a.cujax, "export", "--model", a.run_dir, "--out", path, "--fn", "forward", "--format",
+       "jax", "--batch", tokens.shape[0], "--seq", tokens.shape[1], "--platform", a.platform)
+    tok = os.path.join(a.work, "cujax-forward-jax-tokens.npy")
+    out = os.path.join(a.work, "cujax-forward-jax-logits.npy")
+    np.save(tok, tokens)
+    what = f"{name} (cujax run of the jax format, against the cujax artifact's)"
+    try:  # cujax's side failing is its row's FAIL; JAX's side still runs
+        sh(a.cujax, "run", path, "--input", tok, "--output", out, "--platform", a.platform)
+        compare(what, np.load(out), cujax_logits, rtol=0, atol=0)
+    except RuntimeError as e:
+        check(what, False, str(e)[:300])
+    with open(path, "rb") as f:
+        exp = export.deserialize(bytearray(f.read()))
+    platform = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}[jax.default_backend()]
+    want_in = [((tokens.shape[0], tokens.shape[1]), "int32")]
+    want_out = [((tokens.shape[0], tokens.shape[1], config["vocab_size"]), "float32")]
+    got_in = [(tuple(x.shape), str(x.dtype)) for x in exp.in_avals]
+    got_out = [(tuple(x.shape), str(x.dtype)) for x in exp.out_avals]
+    problems = [f"{what} {got}, expected {want}" for what, got, want in (
+        ("in_avals", got_in, want_in), ("out_avals", got_out, want_out),
+        ("platforms", tuple(exp.platforms), (platform,))) if got != want]
+    if not check(f"{name} (deserialize: avals and platform)", not problems,
+                 "; ".join(problems) or f"{exp.fun_name}: {got_in} -> {got_out} on "
+                                         f"{exp.platforms}, calling convention "
+                                         f"{exp.calling_convention_version}"):
+        return
+    got = np.asarray(exp.call(jnp.asarray(tokens)))
+    # The module's products have DEFAULT precision: TF32 under XLA on a GPU.
+    compare(f"{name} (Exported.call's logits)", got, cujax_logits, rtol=TF32_TOL, atol=TF32_TOL)
 
 
 def restore_flax(config, path):
@@ -208,16 +269,24 @@ def restore_flax(config, path):
 
 
 def orbax_restores_cujax(a, config, cujax_logits):
+    """cujax saves in Orbax's default layout, OCDBT (issue 39): a checkpoint without its
+    manifest fails here, whatever Orbax makes of it."""
     step, path = latest_checkpoint(a.run_dir)
+    if not os.path.exists(os.path.join(path, "manifest.ocdbt")):
+        return check(f"orbax-restores-cujax (step {step})", False,
+                     f"{path} has no manifest.ocdbt: cujax's checkpoint is not in OCDBT, "
+                     f"Orbax's default layout ({' '.join(sorted(os.listdir(path)))[:200]})")
     model, how = restore_flax(config, path)
     flax_logits = np.asarray(model(jnp.asarray(tokens_for(config))))
-    compare(f"orbax-restores-cujax (step {step}, {how})", flax_logits, cujax_logits)
+    compare(f"orbax-restores-cujax (ocdbt, step {step}, StandardCheckpointer() {how})",
+            flax_logits, cujax_logits)
 
 
 # ---- Orbax writes, cujax reads ----
 
-def orbax_save(path, tree, use_ocdbt):
-    ckptr = ocp.StandardCheckpointer(use_ocdbt=use_ocdbt)
+def orbax_save(path, tree, use_ocdbt=None):
+    """use_ocdbt None: StandardCheckpointer() with no flags, Orbax's defaults."""
+    ckptr = ocp.StandardCheckpointer(**({} if use_ocdbt is None else {"use_ocdbt": use_ocdbt}))
     ckptr.save(os.path.abspath(path), tree)
     ckptr.wait_until_finished()
     ckptr.close()
@@ -240,7 +309,8 @@ def cujax_restores_orbax(a, config):
     params = nnx.state(model, nnx.Param)
     tokens = tokens_for(config)
     want = np.asarray(model(jnp.asarray(tokens)))
-    for layout, use_ocdbt in (("zarr", False), ("ocdbt", True)):
+    # ocdbt: Orbax's defaults (issue 39), checked to be OCDBT below
+    for layout, use_ocdbt in (("zarr", False), ("ocdbt", None)):
         def one():
             model_dir = os.path.join(a.work, f"orbax-{layout}")
             shutil.rmtree(model_dir, ignore_errors=True)
@@ -254,6 +324,10 @@ def cujax_restores_orbax(a, config):
                 print(f"saving the nnx.State failed ({type(e).__name__}: {e}); saving nested dicts")
                 shutil.rmtree(path, ignore_errors=True)
                 orbax_save(path, nested(lm.flat_params(params)), use_ocdbt)
+            is_ocdbt = os.path.exists(os.path.join(path, "manifest.ocdbt"))
+            if is_ocdbt != (layout == "ocdbt"):
+                return check(f"cujax-restores-orbax ({layout})", False,
+                             f"Orbax wrote {'an' if is_ocdbt else 'no'} OCDBT manifest in {path}")
             try:
                 _, _, _, got = cujax_forward(a, model_dir, tokens, f"orbax-{layout}")
             except RuntimeError as e:
@@ -308,12 +382,20 @@ def prng_draws(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cujax", required=True)
-    p.add_argument("--run-dir", required=True)
-    p.add_argument("--work", required=True)
+    p.add_argument("--dry-run", action="store_true", help="list the checks; import no JAX")
+    p.add_argument("--cujax")
+    p.add_argument("--run-dir")
+    p.add_argument("--work")
     p.add_argument("--fixtures", default=None)
     p.add_argument("--platform", default="cuda")
     a = p.parse_args()
+    if a.dry_run:
+        print("\n".join(f"check {name}" for name in CHECKS))
+        return
+    missing = [o for o in ("cujax", "run_dir", "work") if not getattr(a, o)]
+    if missing:
+        p.error("needs " + ", ".join("--" + o.replace("_", "-") for o in missing))
+    import_jax()
     a.cujax = os.path.abspath(a.cujax)
     os.makedirs(a.work, exist_ok=True)
     a.fixtures = a.fixtures or os.path.join(a.work, "fixtures")
@@ -325,8 +407,9 @@ def main():
     config = stage("read the run's config", run_config, a.run_dir)
     have_run = config is not None
     if not have_run:
-        check("cujax train run", False, f"no cujax run at {a.run_dir}: cujax-export-xla and "
-                                        "orbax-restores-cujax not run")
+        check("cujax train run", False, f"no cujax run at {a.run_dir}: cujax-export-xla, "
+                                        "jax-deserializes-cujax-export and orbax-restores-cujax "
+                                        "not run")
         config = dict(CONFIGS["tiny"])
     stage("jax-export-forward", jax_export_forward, a, config)
     stage("jax-export-loss", jax_export_loss, a, config)
@@ -338,6 +421,8 @@ def main():
             except Exception as e:  # noqa: BLE001
                 print(f"ERROR cujax forward: {e}")
         if cujax_logits is not None:
+            stage("jax-deserializes-cujax-export", jax_deserializes_cujax_export, a, config,
+                  cujax_logits)
             stage("orbax-restores-cujax", orbax_restores_cujax, a, config, cujax_logits)
     stage("cujax-restores-orbax", cujax_restores_orbax, a, config)
     stage("fixtures", write_fixtures, a)
