@@ -27,6 +27,7 @@
 #include "cujax/jax_export.h"
 #include "cujax/jit.h"
 #include "cujax/numpy.h"
+#include "cujax/runtime/spmd.h"
 #include "host_compare.h"
 
 namespace {
@@ -523,27 +524,44 @@ TEST(JaxExport, SerializeJaxReadsBackAndCalls) {
   EXPECT_EQ(back.serialize_jax(), bytes);
 }
 
-// Where the fixture's module reads (its sdy.mesh and sharding annotations included), loading
-// runs it on one device and matches JAX's outputs.
+// Where the fixture's module reads (its sdy.mesh and sharding annotations included), it runs on
+// as many cpu devices as it was exported for and matches JAX's outputs.
 TEST(JaxExport, FixturesRunWhereTheirModuleReads) {
   const auto cases = export_cases();
   if (cases.empty()) GTEST_SKIP() << "no " << cases_dir() << " (CUJAX_SHARED_DIR)";
   std::string unread;
   size_t ran = 0;
+  // Exports for several devices run on that many virtual cpu devices (through the SPMD
+  // partitioner), so the count is set before the cpu backend is first used.
+  std::vector<std::optional<Exported>> loaded;
+  int devices = 1;
   for (const fs::path& dir : cases) {
     SCOPED_TRACE(dir.filename().string());
-    const json::Value meta = json::parse(read_file(dir / "meta.json"), "meta.json");
-    std::optional<Exported> e;
     try {
-      e = Exported::load((dir / "exported.flatbuffer").string());
+      loaded.emplace_back(Exported::load((dir / "exported.flatbuffer").string()));
+      devices = std::max(devices, loaded.back()->nr_devices());
     } catch (const Error& err) {
       // The module reader's open limits (shardy's sdy dialect) belong to the IR, not to the
       // container: note them; any other refusal is a failure.
       const std::string m = err.what();
       if (m.find("sdy.") == std::string::npos) ADD_FAILURE() << m;
       unread += "\n  " + dir.filename().string() + ": " + m;
+      loaded.emplace_back();
+    }
+  }
+  const std::optional<int> from_env = runtime::cpu_devices_from_environment();
+  if (!from_env) runtime::set_num_cpu_devices(devices);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const fs::path& dir = cases[c];
+    SCOPED_TRACE(dir.filename().string());
+    std::optional<Exported>& e = loaded[c];
+    if (!e) continue;
+    if (e->nr_devices() > runtime::num_cpu_devices()) {
+      ADD_FAILURE() << "needs " << e->nr_devices() << " devices; CUJAX_NUM_CPU_DEVICES gives "
+                    << runtime::num_cpu_devices();
       continue;
     }
+    const json::Value meta = json::parse(read_file(dir / "meta.json"), "meta.json");
     std::vector<Array> args;
     for (const auto& in : meta.at("inputs").as_array())
       args.push_back(array(load_npy((dir / in.at("file").as_string()).string())));

@@ -24,6 +24,7 @@
 // Arrays, dtypes, shapes, host tensors, .npy files.
 #include "cujax/array.h"
 #include "cujax/core/dtype.h"
+#include "cujax/core/dynamic_shape.h"
 #include "cujax/core/error.h"
 #include "cujax/core/half.h"
 #include "cujax/core/host_tensor.h"
@@ -36,12 +37,12 @@
 // jax.numpy, jax.lax (with control flow), jax.nn, jax.random.
 #include "cujax/control_flow.h"
 #include "cujax/lax.h"
+#include "cujax/linalg.h"
 #include "cujax/nn.h"
 #include "cujax/nn/initializers.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
 #include "cujax/special.h"
-#include "cujax/linalg.h"
 
 // Transformations and trees: jit, grad, vmap, jax.tree.
 #include "cujax/grad.h"

@@ -33,6 +33,15 @@ std::string shape_to_string(const Shape& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) out += ",";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+std::string shape_pattern_to_string(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ",";
     out += shape[i] == kDynamicDim ? std::string("?") : std::to_string(shape[i]);
   }
   return out + "]";

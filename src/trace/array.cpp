@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "cujax/core/dynamic_shape.h"
 #include "cujax/devices.h"
 #include "cujax/distributed.h"
 #include "cujax/ir/ir.h"
@@ -14,7 +15,8 @@
 namespace cujax {
 
 std::string ShapeDtype::str() const {
-  return std::string(mlir_name(dtype)) + shape_to_string(shape) + (weak_type ? "{weak}" : "");
+  return std::string(mlir_name(dtype)) + shape_pattern_to_string(shape) +
+         (weak_type ? "{weak}" : "");
 }
 
 namespace {
