@@ -1,5 +1,5 @@
-// Automatic differentiation: grad, value_and_grad, vjp, jvp, stop_gradient and custom_vjp,
-// under JAX's names.
+// Automatic differentiation: grad, value_and_grad, vjp, jvp, stop_gradient, custom_vjp and
+// custom_jvp, under JAX's names.
 //
 //   auto loss = [](const Params& p, const Array& x) { return jnp::sum(jnp::tanh(x * p.w)); };
 //   Params g = cujax::grad(loss)(params, x);                   // d loss / d params
@@ -128,6 +128,14 @@ using CustomBwd =
 // the marked result, whose cotangent goes through `bwd`.
 Array record_custom_vjp(const Mark& start, const std::vector<Array>& inputs, const Array& out,
                         const std::vector<Array>& residuals, CustomBwd bwd);
+// Records the custom_jvp boundary: the JVP rule ran at `inputs` with the fresh `tangents`,
+// recording since `start` the ops that give `out` and `tangent_out`. Returns the marked result,
+// whose cotangent is the transpose of the rule's tangent computation (tangents -> tangent_out,
+// linear in the tangents) applied to it. The rule's ops stay differentiable, so derivatives of
+// higher order differentiate the rule, as JAX does.
+Array record_custom_jvp(const Mark& start, const std::vector<Array>& inputs,
+                        const std::vector<Array>& tangents, const Array& out,
+                        const Array& tangent_out);
 
 // Runs `fn` inline when a trace is active, else as a jitted program cached in `jitted`.
 template <class Impl>
@@ -279,6 +287,32 @@ struct CustomVjp {
   }
 };
 
+template <class F, class Jvp>
+struct CustomJvp {
+  F f;
+  Jvp jvp;
+  template <class... Args>
+  Array operator()(const Args&... args) const {
+    if (!current_trace() || !AutodiffWindow::active()) return f(args...);
+    const std::vector<Array> primals{Array(args)...};
+    std::vector<Array> tangents;
+    for (const Array& x : primals) tangents.push_back(fresh(zeros_like(x)));
+    const Mark m = mark();
+    const std::pair<Array, Array> r = jvp(primals, tangents);
+    return record_custom_jvp(m, primals, tangents, r.first, r.second);
+  }
+};
+
+// custom_jvp(f) before its rule is given: only defjvp may be called.
+template <class F>
+struct CustomJvpDeclared {
+  F f;
+  template <class Jvp>
+  CustomJvp<F, Jvp> defjvp(Jvp jvp) const {
+    return {f, std::move(jvp)};
+  }
+};
+
 }  // namespace trace
 
 // grad(f): the gradient of scalar-valued f with respect to its first argument.
@@ -369,6 +403,21 @@ auto jvp(F f, const Array& primal, const Array& tangent) {
 template <class F, class Fwd, class Bwd>
 auto custom_vjp(F f, Fwd fwd, Bwd bwd) {
   return trace::CustomVjp<F, Fwd, Bwd>{std::move(f), std::move(fwd), std::move(bwd)};
+}
+
+// custom_jvp(f, jvp) or custom_jvp(f).defjvp(jvp): f with a user-defined JVP, as jax.custom_jvp.
+// f takes Array arguments and returns an Array; jvp(primals, tangents) gets them as
+// std::vector<Array> and returns {f(primals...), tangent_out}, tangent_out linear in the
+// tangents. Outside a differentiated trace f runs as is. Under grad, vjp, jvp, linearize and the
+// Jacobians the rule is recorded in f's place and its tangent computation is transposed for the
+// reverse pass (jvp is the transpose of that again), so the rule alone defines the derivative.
+template <class F, class Jvp>
+auto custom_jvp(F f, Jvp jvp) {
+  return trace::CustomJvp<F, Jvp>{std::move(f), std::move(jvp)};
+}
+template <class F>
+auto custom_jvp(F f) {
+  return trace::CustomJvpDeclared<F>{std::move(f)};
 }
 
 }  // namespace cujax

@@ -1,10 +1,11 @@
-// Reverse-mode autodiff on the traced IR: the backward walk, the rule registry, stop_gradient
-// and custom_vjp markers.
+// Reverse-mode autodiff on the traced IR: the backward walk, the rule registry, stop_gradient,
+// custom_vjp and custom_jvp markers.
 //
 // Markers. stop_gradient and custom_vjp results are identity ops (a same-shape
 // stablehlo.reshape, a no-op) remembered in a thread-local side table
 // while an AutodiffWindow is open: the walk treats a stop_gradient marker as a cut, and a
-// custom_vjp marker as "call bwd, skip the ops of fwd". The table holds op pointers of the
+// custom_vjp marker as "call bwd, skip the ops of fwd" (a custom_jvp marker's bwd transposes
+// the recorded JVP rule's tangent ops). The table holds op pointers of the
 // active trace only; it is cleared when the outermost window closes, before those ops can be
 // freed.
 #include <algorithm>
@@ -226,6 +227,27 @@ Array record_custom_vjp(const Mark& start, const std::vector<Array>& inputs, con
   rec->inputs = inputs;
   rec->residuals = residuals;
   rec->bwd = std::move(bwd);
+  Array y = identity(out);
+  state().customs[y.tracer_value()->defining_op] = rec;
+  return y;
+}
+
+Array record_custom_jvp(const Mark& start, const std::vector<Array>& inputs,
+                        const std::vector<Array>& tangents, const Array& out,
+                        const Array& tangent_out) {
+  if (!out.valid() || !tangent_out.valid())
+    throw Error("custom_jvp: the JVP rule returned an uninitialized Array");
+  if (tangent_out.shape() != out.shape() || tangent_out.dtype() != out.dtype())
+    throw Error("custom_jvp: the JVP rule's tangent output is " + type_of(tangent_out) +
+                ", its primal output " + type_of(out));
+  auto rec = std::make_shared<CustomRecord>();
+  rec->inputs = inputs;
+  // The rule's ops are not hidden from the walk (unlike custom_vjp's fwd): only the marker cuts
+  // the naive path, and the rule's own ops carry higher derivatives.
+  const std::vector<ir::Operation*> rule_ops = ops_since(start);
+  rec->bwd = [rule_ops, tangents, tangent_out](const std::vector<Array>&, const Array& g) {
+    return backward(rule_ops, tangents, {tangent_out}, {g});
+  };
   Array y = identity(out);
   state().customs[y.tracer_value()->defining_op] = rec;
   return y;

@@ -6,7 +6,8 @@
 namespace cujax::trace {
 
 // Whether `op` is a stop_gradient marker / a custom_vjp output marker recorded inside an open
-// AutodiffWindow (false once the outermost window has closed).
+// AutodiffWindow (false once the outermost window has closed); custom_jvp markers count as
+// custom_vjp ones.
 bool is_stop_gradient_marker(const ir::Operation* op);
 bool is_custom_vjp_marker(const ir::Operation* op);
 // Makes `op` (an identity op, the copy of a marker) a stop_gradient marker.

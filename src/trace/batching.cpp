@@ -181,7 +181,7 @@ struct Walk {
       return;
     }
     if (is_custom_vjp_marker(op))
-      throw Error("vmap of a custom_vjp function under grad is not supported yet");
+      throw Error("vmap of a custom_vjp or custom_jvp function under grad is not supported yet");
     if (is_stop_gradient_marker(op)) {
       const Batched x = get(op->operands[0]);
       env[op->result(0)] = Batched{stop_gradient(x.value), x.bdim};
