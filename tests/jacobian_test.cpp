@@ -9,10 +9,21 @@
 #include "cujax/linearize.h"
 #include "cujax/numpy.h"
 
+namespace jacobian_test {
+struct Affine {
+  cujax::Array w, b;
+};
+}  // namespace jacobian_test
+CUJAX_REGISTER_TREE(jacobian_test::Affine, w, b);
+
 namespace cujax {
 namespace {
 
 namespace jnp = cujax::numpy;
+
+Array scalar(double v) {
+  return jnp::array({v}, Shape{});
+}
 
 std::vector<double> f64(const Array& a) {
   return jnp::astype(a, DType::F64).to_vector<double>();
@@ -154,6 +165,67 @@ TEST(Jacobian, LinearizeIsTheJvpAtThePrimals) {
     expect_close(jit([&](const Array& a, const Array& b) { return f_jvp(a, b); })(ta, tb), want,
                  1e-6);
   }
+}
+
+// f([a, b]) = (a b, sum(a^2) + sin b) for a vector a and a scalar b: a tuple of lists, as JAX's
+// jacrev returns ((d0/da, d0/db), (d1/da, d1/db)).
+TEST(Jacobian, PytreeInputsAndOutputsNestAsJax) {
+  auto f = [](const std::vector<Array>& v) {
+    const Array& a = v[0];
+    const Array& b = v[1];
+    return std::make_tuple(a * b, jnp::sum(a * a) + jnp::sin(b));
+  };
+  const std::vector<Array> x = {jnp::array({0.5, -2.0}), scalar(1.25)};
+  const double a0 = 0.5, a1 = -2.0, b = 1.25;
+  for (const auto& J : {jacrev(f)(x), jacfwd(f)(x)}) {
+    const std::vector<Array>& d0 = std::get<0>(J);
+    const std::vector<Array>& d1 = std::get<1>(J);
+    ASSERT_EQ(d0.size(), 2u);
+    ASSERT_EQ(d1.size(), 2u);
+    EXPECT_EQ(d0[0].shape(), (Shape{2, 2}));
+    EXPECT_EQ(d0[1].shape(), (Shape{2}));
+    EXPECT_EQ(d1[0].shape(), (Shape{2}));
+    EXPECT_EQ(d1[1].shape(), (Shape{}));
+    expect_close(d0[0], {b, 0, 0, b}, 1e-6);
+    expect_close(d0[1], {a0, a1}, 1e-6);
+    expect_close(d1[0], {2 * a0, 2 * a1}, 1e-6);
+    expect_close(d1[1], {std::cos(b)}, 1e-6);
+  }
+}
+
+// A registered struct argument: d(w x + b)/dw[i, k, l] = delta_ik x_l, d/db = I.
+TEST(Jacobian, StructArgumentGivesAStructOfJacobians) {
+  const Array xv = jnp::array({2.0, -1.0});
+  auto f = [xv](const jacobian_test::Affine& p) { return jnp::matmul(p.w, xv) + p.b; };
+  const jacobian_test::Affine p{jnp::reshape(jnp::array({1.0, 2.0, 3.0, 4.0}), {2, 2}),
+                                jnp::array({0.5, 0.25})};
+  std::vector<double> dw(8, 0.0);
+  for (int i = 0; i < 2; ++i)
+    for (int l = 0; l < 2; ++l) dw[i * 4 + i * 2 + l] = l == 0 ? 2.0 : -1.0;
+  for (const jacobian_test::Affine& J : {jacrev(f)(p), jacfwd(f)(p)}) {
+    EXPECT_EQ(J.w.shape(), (Shape{2, 2, 2}));
+    EXPECT_EQ(J.b.shape(), (Shape{2, 2}));
+    expect_close(J.w, dw, 1e-6);
+    expect_close(J.b, {1, 0, 0, 1}, 1e-6);
+  }
+}
+
+// hessian of f([a, b]) = a^2 b (scalars): a list of lists, H[i][j] = d2f/dx_i dx_j.
+TEST(Jacobian, HessianOfAListIsAListOfLists) {
+  auto f = [](const std::vector<Array>& v) { return v[0] * v[0] * v[1]; };
+  const double a = 1.5, b = -0.5;
+  const std::vector<std::vector<Array>> H = hessian(f)(std::vector<Array>{scalar(a), scalar(b)});
+  ASSERT_EQ(H.size(), 2u);
+  ASSERT_EQ(H[0].size(), 2u);
+  expect_close(H[0][0], {2 * b}, 1e-6);
+  expect_close(H[0][1], {2 * a}, 1e-6);
+  expect_close(H[1][0], {2 * a}, 1e-6);
+  expect_close(H[1][1], {0}, 1e-6);
+  // Against jacrev of jacrev.
+  const std::vector<std::vector<Array>> H2 =
+      jacrev(jacrev(f))(std::vector<Array>{scalar(a), scalar(b)});
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t j = 0; j < 2; ++j) expect_close(H2[i][j], f64(H[i][j]), 1e-6);
 }
 
 }  // namespace

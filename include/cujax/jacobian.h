@@ -1,18 +1,30 @@
-// jax.jacfwd, jax.jacrev, jax.jacobian and jax.hessian for functions of one Array that return
-// one Array: the Jacobian has shape f(x).shape + x.shape (JAX's layout).
+// jax.jacfwd, jax.jacrev, jax.jacobian and jax.hessian. The Jacobian of one Array output with
+// respect to one Array input has shape f(x).shape + x.shape (JAX's layout).
 //
 //   auto J = cujax::jacrev(f)(x);      // one VJP per output element, batched by vmap
 //   auto J2 = cujax::jacfwd(f)(x);     // one JVP per input element, batched by vmap
 //   auto H = cujax::hessian(loss)(x);  // jacfwd(jacrev(loss)): shape x.shape + x.shape
 //
+// Pytrees, as JAX nests them: for x a tree (std::vector, std::tuple, a registered struct...) and
+// f(x) a tree, the result has f(x)'s structure with each leaf replaced by a tree of x's
+// structure whose leaf j is d out_k / d x_j (out_k.shape + x_j.shape). f(x) may be an Array or
+// a std::vector/std::array/std::tuple/std::pair/std::map/std::optional of them (a registered
+// struct output cannot hold trees in its Array fields; a compile-time error says so).
+//
 // With argnums the function takes several Arrays: jacrev(f, argnums<0, 1>)(x, y) is the tuple
 // (df/dx, df/dy), one argnum gives that Array; has_aux (f returns (y, aux)) gives (J, aux).
-// Pytree arguments and outputs are not implemented.
+// The argnums and has_aux forms take Array arguments and outputs.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "cujax/array.h"
 #include "cujax/grad.h"
@@ -33,27 +45,179 @@ inline Array basis_of(const Shape& shape, DType dtype) {
 }
 }  // namespace detail
 
-// Reverse mode: the rows of the Jacobian are the VJPs of the output basis vectors.
+namespace detail {
+// Out's type with every Array leaf replaced by L (JAX's nesting of a Jacobian's trees).
+template <class T, class L>
+struct ReplaceLeaves {
+  static_assert(std::is_same_v<T, Array>,
+                "jacfwd/jacrev: the function's output must be an Array or a std::vector, "
+                "std::array, std::tuple, std::pair, std::map or std::optional of them");
+  using type = L;
+};
+template <class T, class L>
+using replace_leaves_t = typename ReplaceLeaves<T, L>::type;
+template <class T, class L>
+struct ReplaceLeaves<std::vector<T>, L> {
+  using type = std::vector<replace_leaves_t<T, L>>;
+};
+template <class T, size_t N, class L>
+struct ReplaceLeaves<std::array<T, N>, L> {
+  using type = std::array<replace_leaves_t<T, L>, N>;
+};
+template <class... Ts, class L>
+struct ReplaceLeaves<std::tuple<Ts...>, L> {
+  using type = std::tuple<replace_leaves_t<Ts, L>...>;
+};
+template <class A, class B, class L>
+struct ReplaceLeaves<std::pair<A, B>, L> {
+  using type = std::pair<replace_leaves_t<A, L>, replace_leaves_t<B, L>>;
+};
+template <class T, class L>
+struct ReplaceLeaves<std::map<std::string, T>, L> {
+  using type = std::map<std::string, replace_leaves_t<T, L>>;
+};
+template <class T, class L>
+struct ReplaceLeaves<std::optional<T>, L> {
+  using type = std::optional<replace_leaves_t<T, L>>;
+};
+
+// Builds replace_leaves_t<Out, L> from `out`'s structure and one L per leaf (in leaf order).
+template <class L>
+L nest(const Array&, const std::vector<L>& items, size_t& pos);
+template <class T, class L>
+replace_leaves_t<std::vector<T>, L> nest(const std::vector<T>& v, const std::vector<L>& items,
+                                         size_t& pos);
+template <class T, size_t N, class L>
+replace_leaves_t<std::array<T, N>, L> nest(const std::array<T, N>& v, const std::vector<L>& items,
+                                           size_t& pos);
+template <class... Ts, class L>
+replace_leaves_t<std::tuple<Ts...>, L> nest(const std::tuple<Ts...>& t, const std::vector<L>& items,
+                                            size_t& pos);
+template <class A, class B, class L>
+replace_leaves_t<std::pair<A, B>, L> nest(const std::pair<A, B>& p, const std::vector<L>& items,
+                                          size_t& pos);
+template <class T, class L>
+replace_leaves_t<std::map<std::string, T>, L> nest(const std::map<std::string, T>& m,
+                                                   const std::vector<L>& items, size_t& pos);
+template <class T, class L>
+replace_leaves_t<std::optional<T>, L> nest(const std::optional<T>& o, const std::vector<L>& items,
+                                           size_t& pos);
+
+template <class L>
+L nest(const Array&, const std::vector<L>& items, size_t& pos) {
+  return items.at(pos++);
+}
+template <class T, class L>
+replace_leaves_t<std::vector<T>, L> nest(const std::vector<T>& v, const std::vector<L>& items,
+                                         size_t& pos) {
+  replace_leaves_t<std::vector<T>, L> out;
+  for (const T& e : v) out.push_back(nest(e, items, pos));
+  return out;
+}
+template <class T, size_t N, class L>
+replace_leaves_t<std::array<T, N>, L> nest(const std::array<T, N>& v, const std::vector<L>& items,
+                                           size_t& pos) {
+  replace_leaves_t<std::array<T, N>, L> out;
+  for (size_t i = 0; i < N; ++i) out[i] = nest(v[i], items, pos);
+  return out;
+}
+template <class... Ts, class L>
+replace_leaves_t<std::tuple<Ts...>, L> nest(const std::tuple<Ts...>& t, const std::vector<L>& items,
+                                            size_t& pos) {
+  // Braced initialisation evaluates left to right, so leaves are taken in order.
+  return std::apply(
+      [&](const auto&... e) {
+        return replace_leaves_t<std::tuple<Ts...>, L>{nest(e, items, pos)...};
+      },
+      t);
+}
+template <class A, class B, class L>
+replace_leaves_t<std::pair<A, B>, L> nest(const std::pair<A, B>& p, const std::vector<L>& items,
+                                          size_t& pos) {
+  return replace_leaves_t<std::pair<A, B>, L>{nest(p.first, items, pos),
+                                              nest(p.second, items, pos)};
+}
+template <class T, class L>
+replace_leaves_t<std::map<std::string, T>, L> nest(const std::map<std::string, T>& m,
+                                                   const std::vector<L>& items, size_t& pos) {
+  replace_leaves_t<std::map<std::string, T>, L> out;
+  for (const auto& [k, v] : m) out.emplace(k, nest(v, items, pos));
+  return out;
+}
+template <class T, class L>
+replace_leaves_t<std::optional<T>, L> nest(const std::optional<T>& o, const std::vector<L>& items,
+                                           size_t& pos) {
+  if (!o) return std::nullopt;
+  return nest(*o, items, pos);
+}
+
+// The Jacobian trees from blocks[k][j] = d out_k / d x_j: one x-structured tree per output leaf,
+// nested in the output's structure (just that tree for an Array output).
+template <class Out, class In>
+auto assemble(const Out& out, const In& x, const std::vector<std::vector<Array>>& blocks) {
+  std::vector<In> per_output;
+  for (const auto& row : blocks) per_output.push_back(tree_unflatten(x, row));
+  size_t pos = 0;
+  return nest(out, per_output, pos);
+}
+}  // namespace detail
+
+// Reverse mode: the rows of each output leaf's Jacobian are the VJPs of its basis vectors (the
+// other output leaves' cotangents zero).
 template <class F>
 auto jacrev(F f) {
-  return [f](const Array& x) {
-    auto [y, vjp_fn] = vjp(f, x);
-    const Array rows = vmap([vjp_fn](const Array& ct) { return std::get<0>(vjp_fn(ct)); })(
-        detail::basis_of(y.shape(), y.dtype()));
-    return numpy::reshape(rows, detail::concat_shapes(y.shape(), x.shape()));
+  return [f](const auto& x) {
+    const auto r = vjp(f, x);
+    const auto& y = r.first;
+    const auto& vjp_fn = r.second;
+    const std::vector<Array> ys = tree_leaves(y), xs = tree_leaves(x);
+    std::vector<std::vector<Array>> blocks;
+    for (size_t k = 0; k < ys.size(); ++k) {
+      const std::vector<Array> rows = vmap([vjp_fn, y, ys, k](const Array& ct) {
+        std::vector<Array> cts;
+        for (size_t i = 0; i < ys.size(); ++i)
+          cts.push_back(i == k ? ct : numpy::zeros_like(ys[i]));
+        return tree_leaves(std::get<0>(vjp_fn(tree_unflatten(y, cts))));
+      })(detail::basis_of(ys[k].shape(), ys[k].dtype()));
+      std::vector<Array> row;
+      for (size_t j = 0; j < xs.size(); ++j)
+        row.push_back(numpy::reshape(rows[j], detail::concat_shapes(ys[k].shape(), xs[j].shape())));
+      blocks.push_back(std::move(row));
+    }
+    return detail::assemble(y, x, blocks);
   };
 }
 
-// Forward mode: the columns of the Jacobian are the JVPs of the input basis vectors.
+// Forward mode: the columns for each input leaf are the JVPs of its basis vectors (the other
+// input leaves' tangents zero).
 template <class F>
 auto jacfwd(F f) {
-  return [f](const Array& x) {
-    const int64_t n = x.size();
-    const Array cols = vmap([f, x](const Array& t) { return jvp(f, x, t).second; })(
-        detail::basis_of(x.shape(), x.dtype()));
-    const Shape y_shape(cols.shape().begin() + 1, cols.shape().end());
-    const Array mat = numpy::transpose(numpy::reshape(cols, {n, num_elements(y_shape)}));
-    return numpy::reshape(mat, detail::concat_shapes(y_shape, x.shape()));
+  return [f](const auto& x) {
+    using In = std::decay_t<decltype(x)>;
+    const std::vector<Array> xs = tree_leaves(x);
+    std::vector<std::vector<Array>> by_input;  // [j][k]
+    std::optional<std::decay_t<decltype(f(x))>> structure;
+    for (size_t j = 0; j < xs.size(); ++j) {
+      const auto cols = vmap([f, x, xs, j](const Array& t) {
+        std::vector<Array> ts;
+        for (size_t i = 0; i < xs.size(); ++i) ts.push_back(i == j ? t : numpy::zeros_like(xs[i]));
+        return jvp(f, std::tuple<In>(x), std::tuple<In>(tree_unflatten(x, ts))).second;
+      })(detail::basis_of(xs[j].shape(), xs[j].dtype()));
+      std::vector<Array> col;
+      for (const Array& c : tree_leaves(cols)) {
+        const Shape y_shape(c.shape().begin() + 1, c.shape().end());
+        const Array mat =
+            numpy::transpose(numpy::reshape(c, {xs[j].size(), num_elements(y_shape)}));
+        col.push_back(numpy::reshape(mat, detail::concat_shapes(y_shape, xs[j].shape())));
+      }
+      by_input.push_back(std::move(col));
+      if (!structure) structure = cols;
+    }
+    if (!structure) throw Error("jacfwd: the argument has no Array leaves");
+    std::vector<std::vector<Array>> blocks(by_input[0].size());
+    for (auto& col : by_input)
+      for (size_t k = 0; k < col.size(); ++k) blocks[k].push_back(col[k]);
+    return detail::assemble(*structure, x, blocks);
   };
 }
 
