@@ -15,6 +15,7 @@
 #include "cujax/export.h"
 #include "cujax/ir/bytecode.h"
 #include "cujax/ir/parser.h"
+#include "cujax/runtime/spmd.h"
 
 namespace cujax::cli {
 
@@ -138,6 +139,10 @@ Prepared prepare(const std::vector<std::string>& argv) {
     throw Error("nothing to do: give --output OUT.npy per output, or --print");
   const std::string backend = use_platform(args);
   p.exported = load_any(p.file);
+  // An export for several devices runs on that many: on the cpu backend, virtual devices, unless
+  // the environment names a count (a smaller one is then refused by the compile, naming it).
+  if (p.exported->nr_devices() > 1 && !runtime::cpu_devices_from_environment())
+    runtime::set_num_cpu_devices(p.exported->nr_devices());
   const auto& in = p.exported->in_leaves();
   const auto& out = p.exported->out_leaves();
   if (inputs.size() != in.size())
@@ -160,11 +165,6 @@ Prepared prepare(const std::vector<std::string>& argv) {
     p.exported->compile_lowering(args.string("lowering-platform", ""), platform);
   else
     p.exported->compile(platform);
-  if (p.exported->nr_devices() > 1)
-    std::fprintf(stderr,
-                 "cujax run: note: %s was exported for %d devices; its module only annotates "
-                 "shardings, so it runs on one device with the same results\n",
-                 p.file.c_str(), p.exported->nr_devices());
   return p;
 }
 
