@@ -86,6 +86,22 @@ HloSharding from_coords(const std::vector<int64_t>& tiles,
   return h;
 }
 
+// True when the partitions' coordinates name every tile of `tiles` equally often, so that
+// from_coords gives a sharding of all of them (two operands tiled along different dimensions on
+// too few devices give coordinates that do not).
+bool covers_tiles(const std::vector<int64_t>& tiles,
+                  const std::vector<std::vector<int64_t>>& coords) {
+  const int64_t t = std::accumulate(tiles.begin(), tiles.end(), int64_t{1}, std::multiplies<>());
+  const int64_t n = static_cast<int64_t>(coords.size());
+  if (t <= 0 || n % t != 0) return false;
+  std::map<std::vector<int64_t>, int64_t> count;
+  for (const auto& c : coords) ++count[c];
+  if (static_cast<int64_t>(count.size()) != t) return false;
+  for (const auto& [c, k] : count)
+    if (k != n / t) return false;
+  return true;
+}
+
 std::vector<std::vector<int64_t>> all_coords(const HloSharding& h) {
   std::vector<std::vector<int64_t>> c;
   for (int64_t p = 0; p < h.num_partitions(); ++p) c.push_back(h.coords(p));
@@ -574,7 +590,7 @@ class Partitioner {
       inner.push_back(i);
     }
     auto groups = groups_of(key, inner);
-    if (!groups) return false;
+    if (!groups || !covers_tiles(tiles, key)) return false;
     const HloSharding h = from_coords(tiles, key);
     Operation* r = emit(std::move(op));
     set_result(*r, h);
@@ -649,7 +665,7 @@ class Partitioner {
       inner.push_back(in);
     }
     auto groups = groups_of(key, inner);
-    if (!groups) return false;
+    if (!groups || !covers_tiles(tiles, key)) return false;
     const HloSharding h = from_coords(tiles, key);
     Operation* d = emit(std::move(op));
     set_result(*d, h);
