@@ -28,6 +28,7 @@
 #include "cujax/jit.h"
 #include "cujax/numpy.h"
 #include "cujax/runtime/spmd.h"
+#include "export/symbolic_dims.h"
 #include "host_compare.h"
 
 namespace {
@@ -580,6 +581,140 @@ TEST(JaxExport, FixturesRunWhereTheirModuleReads) {
   if (!unread.empty())
     std::cout << "[ NOTE     ] read but not run (module reader):" << unread << "\n";
   RecordProperty("ran", static_cast<int>(ran));
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// --- symbolic dimensions ---------------------------------------------------------------------
+
+TEST(SymbolicDims, ParsesSumsOfProducts) {
+  using jax_export::parse_dim_expr;
+  const std::map<std::string, int64_t> vars = {{"b", 3}, {"c", 5}};
+  EXPECT_EQ(parse_dim_expr("b").evaluate(vars), 3);
+  EXPECT_EQ(parse_dim_expr("2*b").evaluate(vars), 6);
+  EXPECT_EQ(parse_dim_expr("b + 1").evaluate(vars), 4);
+  EXPECT_EQ(parse_dim_expr("b*c - 2*b + 7").evaluate(vars), 15 - 6 + 7);
+  EXPECT_EQ(parse_dim_expr("-(b - c)*2").evaluate(vars), 4);
+  EXPECT_EQ(parse_dim_expr("b*b").evaluate(vars), 9);
+  EXPECT_EQ(parse_dim_expr("b - b + 4").terms.size(), 1u);  // terms cancel
+  EXPECT_EQ(parse_dim_expr("c*b + 2").variables(), (std::vector<std::string>{"b", "c"}));
+  for (const char* bad : {"", "b +", "2**b", "(b", "b)", "b $ 1"})
+    EXPECT_THROW(parse_dim_expr(bad), Error) << bad;
+  const std::string op = error_of([] { parse_dim_expr("floordiv(b, 2)"); });
+  EXPECT_NE(op.find("floordiv(...) is not supported"), std::string::npos) << op;
+  EXPECT_NE(op.find("'floordiv(b, 2)'"), std::string::npos) << op;
+}
+
+TEST(SymbolicDims, SolvesVariablesFromShapes) {
+  using jax_export::solve_dimension_vars;
+  // b from args[1] (alone), then c from 2*b + c once b is known; b*c checked after.
+  const auto vars = solve_dimension_vars(
+      {{"args[0]", {"2*b + c", "b*c"}, {13, 20}}, {"args[1]", {"b", "4"}, {4, 4}}});
+  EXPECT_EQ(vars, (std::map<std::string, int64_t>{{"b", 4}, {"c", 5}}));
+  EXPECT_EQ(solve_dimension_vars({{"args[0]", {"b + 1"}, {8}}}).at("b"), 7);
+}
+
+TEST(SymbolicDims, InconsistentCallsGiveJaxsMessages) {
+  using jax_export::solve_dimension_vars;
+  const std::string odd = error_of([] {
+    solve_dimension_vars({{"args[0]", {"2*b", "3"}, {5, 3}}});
+  });
+  EXPECT_NE(odd.find("Input shapes do not match the polymorphic shapes specification. Division "
+                     "had remainder 1 when computing the value of 'b'."),
+            std::string::npos)
+      << odd;
+  EXPECT_NE(odd.find("args[0].shape = (2*b, 3)"), std::string::npos) << odd;
+  const std::string twice = error_of([] {
+    solve_dimension_vars({{"args[0]", {"b"}, {3}}, {"args[1]", {"b", "2"}, {4, 2}}});
+  });
+  EXPECT_NE(twice.find("Found inconsistency between dimension size args[1].shape[0] (= 4) and the "
+                       "specification 'b' (= 3)."),
+            std::string::npos)
+      << twice;
+  EXPECT_NE(twice.find("'b' = 3 from specification 'b' for dimension args[0].shape[0] (= 3)"),
+            std::string::npos)
+      << twice;
+  const std::string small = error_of([] { solve_dimension_vars({{"args[0]", {"b + 1"}, {1}}}); });
+  EXPECT_NE(small.find("Expected value >= 1 for dimension variable 'b'."), std::string::npos)
+      << small;
+  const std::string unsolved = error_of([] { solve_dimension_vars({{"args[0]", {"b*c"}, {6}}}); });
+  EXPECT_NE(unsolved.find("Cannot solve for values of dimension variables 'b', 'c'"),
+            std::string::npos)
+      << unsolved;
+}
+
+// A JAX export with symbolic in_avals (built by flatc from JSON): f(x: f32[b], y: f32[b]) = x + y
+// and g(x: f32[2*b]) = x * x, called at consistent and inconsistent sizes.
+Exported symbolic_export(const std::string& name, const std::string& main_text,
+                         const std::vector<std::string>& avals) {
+  const std::string module =
+      ir::write_bytecode(*ir::parse_module(main_text), ir::default_portable_artifact_target());
+  std::string bytes, in_avals, leaves;
+  for (const char c : module)
+    bytes +=
+        (bytes.empty() ? "" : ",") + std::to_string(static_cast<int>(static_cast<signed char>(c)));
+  std::string kept;
+  for (size_t i = 0; i < avals.size(); ++i) {
+    in_avals +=
+        std::string(i ? ", " : "") + "{\"shape\": [\"" + avals[i] + "\"], \"dtype\": \"f32\"}";
+    leaves += std::string(i ? ", " : "") + "{\"kind\": \"leaf\"}";
+    kept += std::string(i ? ", " : "") + std::to_string(i);
+  }
+  const std::string json_text =
+      "{\"function_name\": \"" + name +
+      "\", \"in_tree\": {\"kind\": \"tuple\", \"children\": [{\"kind\": \"tuple\", \"children\": "
+      "[" +
+      leaves + "]}, {\"kind\": \"dict\"}]}, \"in_avals\": [" + in_avals +
+      "], \"out_tree\": {\"kind\": \"leaf\"}, \"out_avals\": [{\"shape\": [\"" + avals[0] +
+      "\"], \"dtype\": \"f32\"}], \"platforms\": [\"cpu\"], \"mlir_module_serialized\": [" + bytes +
+      "], \"calling_convention_version\": 9, \"module_kept_var_idx\": [" + kept + "]}";
+  const fs::path tmp = scratch("symbolic_" + name);
+  write_file(tmp / (name + ".json"), json_text);
+  EXPECT_EQ(flatc("--binary -o " + tmp.string() + " " + kSchema.string() + " " +
+                  (tmp / (name + ".json")).string()),
+            0);
+  Exported e = Exported::load((tmp / (name + ".bin")).string());
+  fs::remove_all(tmp);
+  return e;
+}
+
+TEST(SymbolicDims, ExportedChecksItsInputsAgainstTheSymbolicAvals) {
+  const Exported add = symbolic_export(
+      "add", R"(func.func @main(%arg0: tensor<?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = stablehlo.add %arg0, %arg1 : tensor<?xf32>
+  return %0 : tensor<?xf32>
+})",
+      {"b", "b"});
+  const Array x3 = array(HostTensor::from_vector<float>({1, 2, 3}, Shape{3}));
+  const Array y3 = array(HostTensor::from_vector<float>({0.5f, -1, 4}, Shape{3}));
+  const Array y4 = array(HostTensor::from_vector<float>({0.5f, -1, 4, 2}, Shape{4}));
+  EXPECT_EQ(add.call_flat({x3, y3})[0].to_vector<float>(), (std::vector<float>{1.5f, 1, 7}));
+  const std::string twice = error_of([&] { add.call_flat({x3, y4}); });
+  EXPECT_NE(twice.find("Found inconsistency between dimension size args[1].shape[0] (= 4) and the "
+                       "specification 'b' (= 3)"),
+            std::string::npos)
+      << twice;
+
+  const Exported square =
+      symbolic_export("square", R"(func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = stablehlo.multiply %arg0, %arg0 : tensor<?xf32>
+  return %0 : tensor<?xf32>
+})",
+                      {"2*b"});
+  EXPECT_EQ(square.jax()->in_avals[0].shape, (std::vector<std::string>{"2*b"}));
+  const Array x4 = array(HostTensor::from_vector<float>({1, -2, 3, 0.5f}, Shape{4}));
+  EXPECT_EQ(square.call_flat({x4})[0].to_vector<float>(), (std::vector<float>{1, 4, 9, 0.25f}));
+  const std::string odd = error_of([&] { square.call_flat({x3}); });
+  EXPECT_NE(odd.find("Division had remainder 1 when computing the value of 'b'"), std::string::npos)
+      << odd;
 }
 
 }  // namespace

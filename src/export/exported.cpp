@@ -20,8 +20,10 @@
 #include "cujax/export.h"
 #include "cujax/ir/parser.h"
 #include "cujax/ir/verifier.h"
+#include "cujax/jax_export.h"
 #include "cujax/runtime/backend.h"
 #include "export/jax_convention.h"
+#include "export/symbolic_dims.h"
 
 namespace cujax {
 
@@ -457,6 +459,19 @@ void Exported::check_structure(const std::string& structure) const {
                 ", but it was exported for " + in_tree_);
 }
 
+namespace {
+// A JAX export's symbolic input dimensions ("b", "2*b") against the call's shapes: its
+// dimension variables must solve consistently, as jax.export checks them.
+void check_symbolic_shapes(const jax_export::Serialized& s, const std::vector<ExportedLeaf>& in,
+                           const std::vector<Array>& leaves) {
+  std::vector<jax_export::ShapeSpec> specs;
+  for (size_t i = 0; i < leaves.size() && i < s.in_avals.size(); ++i)
+    if (!s.in_avals[i].static_shape())
+      specs.push_back({in[i].path, s.in_avals[i].shape, leaves[i].shape()});
+  if (!specs.empty()) jax_export::solve_dimension_vars(specs);
+}
+}  // namespace
+
 std::vector<Array> Exported::call_flat(const std::vector<Array>& leaves) const {
   if (leaves.size() != in_.size())
     throw Error("exported " + fun_name_ + " takes " + std::to_string(in_.size()) + " arrays " +
@@ -467,6 +482,7 @@ std::vector<Array> Exported::call_flat(const std::vector<Array>& leaves) const {
       throw Error("exported " + fun_name_ + ": input " + in_[i].path + " is " + got.str() +
                   ", but the function was exported for " + in_[i].aval.str());
   }
+  if (jax_) check_symbolic_shapes(*jax_, in_, leaves);
   if (!is_compiled()) compile();
   int lowering_index;
   {

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <functional>
 
+#include "cujax/core/dynamic_shape.h"
 #include "cujax/export.h"
 #include "cujax/ir/bytecode.h"
 #include "cujax/ir/parser.h"
 #include "export/jax_convention.h"
+#include "export/symbolic_dims.h"
 
 namespace cujax {
 
@@ -54,11 +56,18 @@ std::string cujax_structure(const PyTreeDef& t) {
 
 ExportedLeaf leaf_of(const jax_export::AbstractValue& a, const std::string& path,
                      const jax_export::Sharding* sharding, const std::string& what) {
-  const auto shape = a.static_shape();
-  if (!shape)
-    throw Error(what + ": " + path + " is " + a.str() +
-                ": cujax reads shape-polymorphic exports (jax_export::deserialize) but does not "
-                "call them yet");
+  // A symbolic dimension is dynamic here; a call solves its variables from the inputs
+  // (Exported::call_flat) and the module is refined to their shapes.
+  std::optional<Shape> shape = a.static_shape();
+  if (!shape) {
+    shape.emplace();
+    for (const auto& d : a.shape) {
+      const bool digits = !d.empty() && std::all_of(d.begin(), d.end(),
+                                                    [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits) jax_export::parse_dim_expr(d);  // refuses what cujax cannot solve, naming it
+      shape->push_back(digits ? std::stoll(d) : kDynamicDim);
+    }
+  }
   const auto dtype = dtype_from_numpy_name(a.dtype);
   if (!dtype || a.is_token)
     throw Error(what + ": " + path + " has dtype " + a.dtype + ", which cujax lacks");
