@@ -65,7 +65,7 @@ void replace_all(std::string& t, const std::string& key, const std::string& valu
     t.replace(at, key.size(), value);
 }
 
-// f(x: f32[8,4], w: f32[4,6]) = (tanh(x @ w) + x @ w, sum over rows of x @ w): a contraction, an
+// f(x: f32[8,4], w: f32[4,6]) = (tanh(2 x@w) + 2 x@w, sum over rows of 2 x@w): a contraction, an
 // element-wise op and a reduction across the sharded dimension. NP is the partition count, the
 // ANN_* placeholders the annotations (empty for the one-device module).
 const char* kTemplate =
