@@ -328,6 +328,62 @@ TEST(ExportPrograms, FailedShapeAssertionGivesJaxsMessage) {
   EXPECT_NE(rank.find("f32[?,4]"), std::string::npos) << rank;
 }
 
+// dynamic_gather with constant slice sizes, and with sizes from the input's dimension, becomes a
+// gather: the same results as the static gather of each size.
+std::string gather_module(int64_t b, bool dynamic) {
+  const std::string x = dynamic ? "?" : std::to_string(b);
+  const std::string dn1 =
+      "dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], "
+      "start_index_map = [0], index_vector_dim = 1>";
+  const std::string dn2 =
+      "dimension_numbers = #stablehlo.gather<offset_dims = [1, 2], start_index_map = [1], "
+      "index_vector_dim = 1>";
+  std::string t =
+      "module @jit_g attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+      "  func.func public @main(%arg0: tensor<" +
+      x + "x4xf32>, %arg1: tensor<3x1xi32>) -> (tensor<3x4xf32>, tensor<3x" + x + "x2xf32>) {\n";
+  if (dynamic) {
+    t += "    %rows = stablehlo.constant dense<[1, 4]> : tensor<2xi32>\n"
+         "    %0 = \"stablehlo.dynamic_gather\"(%arg0, %arg1, %rows) <{" +
+         dn1 +
+         ", indices_are_sorted = false}> : (tensor<?x4xf32>, tensor<3x1xi32>, tensor<2xi32>) -> "
+         "tensor<3x4xf32>\n"
+         "    %b = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<?x4xf32>) -> tensor<i32>\n"
+         "    %b1 = stablehlo.reshape %b : (tensor<i32>) -> tensor<1xi32>\n"
+         "    %two = stablehlo.constant dense<2> : tensor<1xi32>\n"
+         "    %sz = stablehlo.concatenate %b1, %two, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> "
+         "tensor<2xi32>\n"
+         "    %1 = \"stablehlo.dynamic_gather\"(%arg0, %arg1, %sz) <{" +
+         dn2 +
+         ", indices_are_sorted = false}> : (tensor<?x4xf32>, tensor<3x1xi32>, tensor<2xi32>) -> "
+         "tensor<3x?x2xf32>\n";
+  } else {
+    t += "    %0 = \"stablehlo.gather\"(%arg0, %arg1) <{" + dn1 +
+         ", indices_are_sorted = false, slice_sizes = array<i64: 1, 4>}> : (tensor<" + x +
+         "x4xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>\n"
+         "    %1 = \"stablehlo.gather\"(%arg0, %arg1) <{" +
+         dn2 + ", indices_are_sorted = false, slice_sizes = array<i64: " + x + ", 2>}> : (tensor<" +
+         x + "x4xf32>, tensor<3x1xi32>) -> tensor<3x" + x + "x2xf32>\n";
+  }
+  t += "    return %0, %1 : tensor<3x4xf32>, tensor<3x" + x + "x2xf32>\n  }\n}\n";
+  return t;
+}
+
+TEST(ExportPrograms, DynamicGatherMatchesTheStaticGather) {
+  const Exported poly = exported_of(gather_module(0, true));
+  const HostTensor idx = HostTensor::from_vector(std::vector<int32_t>{2, 0, 1}, {3, 1});
+  for (int64_t b : {3, 5}) {
+    SCOPED_TRACE("b = " + std::to_string(b));
+    const auto got = poly.call_flat({array(batch(b)), array(idx)});
+    const auto want = run_text(gather_module(b, false), {batch(b), idx});
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[1].shape(), (Shape{3, b, 2}));
+    for (size_t i = 0; i < 2; ++i) expect_same(got[i].to_host(), want[i], 0, 0, "output");
+    // Row 2 of x, then row 0: the gather read what it should.
+    EXPECT_EQ(got[0].to_host().to_vector<float>()[0], batch(b).to_vector<float>()[8]);
+  }
+}
+
 TEST(ExportPrograms, DynamicShapeProgramsMatchJax) {
   expect_cases_match_jax("stablehlo_dynamic_rng_bit_generator");
   expect_cases_match_jax("stablehlo_dynamic_top_k");

@@ -238,7 +238,8 @@ class Refiner {
       return become(op, "stablehlo.iota", {}, {d}, {with_shape(op.result()->type, dims)});
     }
     if (n == "stablehlo.dynamic_pad") return dynamic_pad(op);
-    if (n == "stablehlo.dynamic_gather" || n == "stablehlo.dynamic_conv")
+    if (n == "stablehlo.dynamic_gather") return dynamic_gather(op);
+    if (n == "stablehlo.dynamic_conv")
       throw UnsupportedError(op.where() + ": " + n + " is not refined to a static op yet");
     infer_result(op);
     fold(op);
@@ -439,6 +440,49 @@ class Refiner {
            {{"start_indices", ir::Attribute::dense_array(start)},
             {"limit_indices", ir::Attribute::dense_array(limit)},
             {"strides", ir::Attribute::dense_array(strides)}},
+           {with_shape(op.result()->type, s)});
+  }
+
+  // gather with slice_sizes from its third operand; the result shape as the spec gives it: the
+  // indices' dimensions but index_vector_dim (batch), and at offset_dims the slice sizes of the
+  // dimensions neither collapsed nor operand batching.
+  void dynamic_gather(Operation& op) {
+    const Ints sizes = need(op, 2, "slice_sizes");
+    const ir::Attribute* dn = op.attr("dimension_numbers");
+    auto field = [&](const char* name) {
+      const ir::Attribute* f = dn ? dn->field(name) : nullptr;
+      return f ? ir::as_ints(*f) : Ints{};
+    };
+    const Ints offset = field("offset_dims"), collapsed = field("collapsed_slice_dims"),
+               batching = field("operand_batching_dims");
+    const ir::Attribute* ivd_attr = dn ? dn->field("index_vector_dim") : nullptr;
+    const int64_t ivd = ivd_attr ? ivd_attr->integer : 0;
+    const Shape& operand = op.operands[0]->type.shape;
+    const Shape& indices = op.operands[1]->type.shape;
+    if (sizes.size() != operand.size())
+      throw Error(op.where() + ": slice_sizes " + shape_to_string(sizes) + " do not match " +
+                  op.operands[0]->type.str());
+    auto has = [](const Ints& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+    Ints window, batch;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (sizes[d] < 0 || sizes[d] > operand[d])
+        throw Error(op.where() + ": slice_sizes " + shape_to_string(sizes) + " do not fit " +
+                    op.operands[0]->type.str());
+      const auto di = static_cast<int64_t>(d);
+      if (!has(collapsed, di) && !has(batching, di)) window.push_back(sizes[d]);
+    }
+    for (size_t d = 0; d < indices.size(); ++d)
+      if (static_cast<int64_t>(d) != ivd) batch.push_back(indices[d]);
+    if (window.size() != offset.size())
+      throw Error(op.where() + ": " + std::to_string(offset.size()) + " offset_dims for " +
+                  std::to_string(window.size()) + " window dimensions");
+    Shape s;
+    size_t w = 0, b = 0;
+    for (size_t d = 0; d < offset.size() + batch.size(); ++d)
+      s.push_back(has(offset, static_cast<int64_t>(d)) ? window.at(w++) : batch.at(b++));
+    std::vector<ir::NamedAttribute> attrs = op.attributes;
+    attrs.push_back({"slice_sizes", ir::Attribute::dense_array(sizes)});
+    become(op, "stablehlo.gather", {op.operands[0], op.operands[1]}, std::move(attrs),
            {with_shape(op.result()->type, s)});
   }
 
