@@ -384,6 +384,50 @@ TEST(ExportPrograms, DynamicGatherMatchesTheStaticGather) {
   }
 }
 
+// dynamic_conv with its padding operand a constant becomes a convolution: the same results as
+// the static convolution at each batch size.
+std::string conv_module(int64_t b, bool dynamic) {
+  const std::string x = dynamic ? "?" : std::to_string(b);
+  const std::string attrs =
+      "dimension_numbers = #stablehlo.conv<[b, f, 0]x[o, i, 0]->[b, f, 0]>, feature_group_count "
+      "= 1 : i64, batch_group_count = 1 : i64, window_strides = array<i64: 2>";
+  std::string t =
+      "module @jit_c attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+      "  func.func public @main(%arg0: tensor<" +
+      x + "x1x6xf32>, %arg1: tensor<2x1x3xf32>) -> tensor<" + x + "x2x4xf32> {\n";
+  if (dynamic)
+    t += "    %pad = stablehlo.constant dense<[[1, 2]]> : tensor<1x2xi32>\n"
+         "    %0 = \"stablehlo.dynamic_conv\"(%arg0, %arg1, %pad) {" +
+         attrs +
+         "} : (tensor<?x1x6xf32>, tensor<2x1x3xf32>, tensor<1x2xi32>) -> tensor<?x2x?xf32>\n"
+         "    %1 = stablehlo.convert %0 : (tensor<?x2x?xf32>) -> tensor<?x2x4xf32>\n";
+  else
+    t += "    %1 = \"stablehlo.convolution\"(%arg0, %arg1) {" + attrs +
+         ", padding = dense<[[1, 2]]> : tensor<1x2xi64>} : (tensor<" + x +
+         "x1x6xf32>, tensor<2x1x3xf32>) -> tensor<" + x + "x2x4xf32>\n";
+  t += "    return %1 : tensor<" + x + "x2x4xf32>\n  }\n}\n";
+  return t;
+}
+
+TEST(ExportPrograms, DynamicConvMatchesTheStaticConvolution) {
+  const Exported poly = exported_of(conv_module(0, true));
+  const HostTensor w =
+      HostTensor::from_vector(std::vector<float>{1, -2, 0.5f, 3, 0.25f, -1}, {2, 1, 3});
+  for (int64_t b : {1, 3}) {
+    SCOPED_TRACE("b = " + std::to_string(b));
+    std::vector<float> v(static_cast<size_t>(b * 6));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>(i) - 2;
+    const HostTensor x = HostTensor::from_vector(v, {b, 1, 6});
+    const auto got = poly.call_flat({array(x), array(w)});
+    const auto want = run_text(conv_module(b, false), {x, w});
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].shape(), (Shape{b, 2, 4}));
+    expect_same(got[0].to_host(), want[0], 0, 0, "output");
+    // Output 0 of kernel 0 sees the low padding, x[0], x[1]: 1*0 - 2*x0 + 0.5*x1.
+    EXPECT_EQ(got[0].to_host().to_vector<float>()[0], -2 * v[0] + 0.5f * v[1]);
+  }
+}
+
 TEST(ExportPrograms, DynamicShapeProgramsMatchJax) {
   expect_cases_match_jax("stablehlo_dynamic_rng_bit_generator");
   expect_cases_match_jax("stablehlo_dynamic_top_k");

@@ -239,8 +239,7 @@ class Refiner {
     }
     if (n == "stablehlo.dynamic_pad") return dynamic_pad(op);
     if (n == "stablehlo.dynamic_gather") return dynamic_gather(op);
-    if (n == "stablehlo.dynamic_conv")
-      throw UnsupportedError(op.where() + ": " + n + " is not refined to a static op yet");
+    if (n == "stablehlo.dynamic_conv") return dynamic_conv(op);
     infer_result(op);
     fold(op);
   }
@@ -483,6 +482,64 @@ class Refiner {
     std::vector<ir::NamedAttribute> attrs = op.attributes;
     attrs.push_back({"slice_sizes", ir::Attribute::dense_array(sizes)});
     become(op, "stablehlo.gather", {op.operands[0], op.operands[1]}, std::move(attrs),
+           {with_shape(op.result()->type, s)});
+  }
+
+  // convolution with its padding from the third operand (N x 2, low and high per spatial
+  // dimension); the result shape as the spec gives it.
+  void dynamic_conv(Operation& op) {
+    const Ints pad = need(op, 2, "padding");
+    const Shape& lhs = op.operands[0]->type.shape;
+    const Shape& rhs = op.operands[1]->type.shape;
+    const size_t ns = lhs.size() >= 2 ? lhs.size() - 2 : 0;
+    if (pad.size() != 2 * ns || rhs.size() != lhs.size())
+      throw Error(op.where() + ": padding of " + std::to_string(pad.size()) + " values for " +
+                  op.operands[0]->type.str() + " and " + op.operands[1]->type.str());
+    const ir::Attribute* dn = op.attr("dimension_numbers");
+    auto int_field = [&](const char* name) -> int64_t {
+      const ir::Attribute* f = dn ? dn->field(name) : nullptr;
+      if (!f) throw UnsupportedError(op.where() + ": dimension_numbers lack " + name);
+      return f->integer;
+    };
+    auto ints_field = [&](const char* name) {
+      const ir::Attribute* f = dn ? dn->field(name) : nullptr;
+      return f ? ir::as_ints(*f) : Ints{};
+    };
+    auto ints_or_ones = [&](const char* name) {
+      auto v = op.ints_if_present(name);
+      return v ? *v : Ints(ns, 1);
+    };
+    const Ints ls = ints_field("input_spatial_dimensions"),
+               ks = ints_field("kernel_spatial_dimensions"),
+               os = ints_field("output_spatial_dimensions");
+    const Ints strides = ints_or_ones("window_strides"), ldil = ints_or_ones("lhs_dilation"),
+               rdil = ints_or_ones("rhs_dilation");
+    const int64_t bgc = op.attr("batch_group_count") ? op.int_attr("batch_group_count") : 1;
+    if (ls.size() != ns || ks.size() != ns || os.size() != ns || strides.size() != ns ||
+        ldil.size() != ns || rdil.size() != ns || bgc <= 0)
+      throw Error(op.where() + ": dimension numbers or window attributes do not match rank " +
+                  std::to_string(lhs.size()));
+    Shape s(lhs.size(), 0);
+    s.at(static_cast<size_t>(int_field("output_batch_dimension"))) =
+        lhs.at(static_cast<size_t>(int_field("input_batch_dimension"))) / bgc;
+    s.at(static_cast<size_t>(int_field("output_feature_dimension"))) =
+        rhs.at(static_cast<size_t>(int_field("kernel_output_feature_dimension")));
+    for (size_t i = 0; i < ns; ++i) {
+      const int64_t in = lhs.at(static_cast<size_t>(ls[i]));
+      const int64_t k = rhs.at(static_cast<size_t>(ks[i]));
+      const int64_t padded = (in > 0 ? (in - 1) * ldil[i] + 1 : 0) + pad[2 * i] + pad[2 * i + 1];
+      const int64_t window = k > 0 ? (k - 1) * rdil[i] + 1 : 0;
+      if (strides[i] <= 0)
+        throw Error(op.where() + ": window stride " + std::to_string(strides[i]));
+      s.at(static_cast<size_t>(os[i])) = padded < window ? 0 : (padded - window) / strides[i] + 1;
+    }
+    std::vector<ir::NamedAttribute> attrs;
+    for (const auto& a : op.attributes)
+      if (a.name != "padding") attrs.push_back(a);
+    attrs.push_back(
+        {"padding", ir::Attribute::dense_elements(
+                        tensor_of(Type::tensor({static_cast<int64_t>(ns), 2}, DType::I64), pad))});
+    become(op, "stablehlo.convolution", {op.operands[0], op.operands[1]}, std::move(attrs),
            {with_shape(op.result()->type, s)});
   }
 
