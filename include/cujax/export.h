@@ -176,8 +176,9 @@ class Exported {
   // Reads cujax's artifact format, or jax.export's Exported.serialize() (told apart by the
   // bytes). Throws Error naming `what` for bad magic, an unknown version, truncation (with the
   // byte offset), a checksum mismatch, a malformed header, a module that does not parse or
-  // match the header, and for a JAX export cujax cannot call (symbolic shapes, dtypes cujax
-  // lacks, ordered effects).
+  // match the header, and for a JAX export cujax cannot call (dtypes cujax lacks, ordered
+  // effects, symbolic dimensions other than sums of products). Symbolic dimensions ("2*b") are
+  // dynamic in in_avals(); each call solves them from the inputs' shapes, as jax.export does.
   static Exported deserialize(std::string_view bytes, const std::string& what = "artifact");
   // Writes to a temporary sibling, fsyncs, renames over `path`.
   void save(const std::string& path) const;
