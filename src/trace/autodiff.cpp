@@ -28,10 +28,14 @@ void register_custom_call_rules(Rules& rules);  // trace/sdpa_rules.cpp
 namespace {
 
 struct CustomRecord {
+  std::string what;  // "custom_vjp" or "custom_jvp", for messages
   std::vector<Array> inputs;
   std::vector<Array> residuals;
   CustomBwd bwd;
   std::unordered_set<const ir::Operation*> fwd_ops;
+  // Values the function's ops read that are neither its arguments nor made inside it: the rule
+  // gives no cotangent for them, so differentiating with respect to one is refused.
+  std::vector<const ir::Value*> closed_over;
 };
 
 struct AdState {
@@ -217,13 +221,32 @@ void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array
                   ", got " + (cts[i].valid() ? type_of(cts[i]) : std::string("an invalid Array")));
 }
 
+// The values `ops` read from outside themselves, other than `inputs`.
+std::vector<const ir::Value*> closed_over(const std::vector<ir::Operation*>& ops,
+                                          const std::vector<Array>& inputs) {
+  TraceContext& tc = active("autodiff");
+  std::unordered_set<const ir::Operation*> inside(ops.begin(), ops.end());
+  std::unordered_set<const ir::Value*> args, seen;
+  for (const Array& x : inputs) args.insert(tc.value_of(x));
+  std::vector<const ir::Value*> out;
+  for (ir::Operation* op : ops)
+    for (ir::Value* v : inputs_of(*op))
+      if (!args.count(v) && !(v->defining_op && inside.count(v->defining_op)) &&
+          differentiable(v) && seen.insert(v).second)
+        out.push_back(v);
+  return out;
+}
+
 Array record_custom_vjp(const Mark& start, const std::vector<Array>& inputs, const Array& out,
                         const std::vector<Array>& residuals, CustomBwd bwd) {
   auto rec = std::make_shared<CustomRecord>();
-  for (ir::Operation* op : ops_since(start)) {
+  rec->what = "custom_vjp";
+  const std::vector<ir::Operation*> fwd_ops = ops_since(start);
+  for (ir::Operation* op : fwd_ops) {
     rec->fwd_ops.insert(op);
     state().custom_inner.insert(op);
   }
+  rec->closed_over = closed_over(fwd_ops, inputs);
   rec->inputs = inputs;
   rec->residuals = residuals;
   rec->bwd = std::move(bwd);
@@ -241,10 +264,14 @@ Array record_custom_jvp(const Mark& start, const std::vector<Array>& inputs,
     throw Error("custom_jvp: the JVP rule's tangent output is " + type_of(tangent_out) +
                 ", its primal output " + type_of(out));
   auto rec = std::make_shared<CustomRecord>();
+  rec->what = "custom_jvp";
   rec->inputs = inputs;
   // The rule's ops are not hidden from the walk (unlike custom_vjp's fwd): only the marker cuts
   // the naive path, and the rule's own ops carry higher derivatives.
   const std::vector<ir::Operation*> rule_ops = ops_since(start);
+  std::vector<Array> known = inputs;
+  known.insert(known.end(), tangents.begin(), tangents.end());
+  rec->closed_over = closed_over(rule_ops, known);
   rec->bwd = [rule_ops, tangents, tangent_out](const std::vector<Array>&, const Array& g) {
     return backward(rule_ops, tangents, {tangent_out}, {g});
   };
@@ -302,6 +329,11 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
     auto custom = st.customs.find(op);
     if (custom != st.customs.end()) {
       const CustomRecord& rec = *custom->second;
+      for (const ir::Value* v : rec.closed_over)
+        if (reach.count(v))
+          throw Error(rec.what + ": differentiated with respect to a " + v->type.str() +
+                      " value the function closes over; its rule only differentiates the "
+                      "function's explicit arguments, so pass that value as an argument");
       const Array g = ct.at(op->result(0));
       std::vector<Array> gs = rec.bwd(rec.residuals, g);
       if (gs.size() != rec.inputs.size())
