@@ -16,6 +16,7 @@
 #include "cujax/core/host_tensor.h"
 #include "cujax/ir/parser.h"
 #include "cujax/runtime/backend.h"
+#include "host_matrix.h"
 
 namespace cujax {
 namespace {
@@ -28,38 +29,11 @@ std::vector<HostTensor> run(const std::string& text, const std::vector<HostTenso
   return exe->execute_on_host(inputs);
 }
 
-// A row-major matrix of complex doubles, the reference arithmetic of every check.
-struct Mat {
-  int64_t rows = 0, cols = 0;
-  std::vector<cd> v;
-  Mat(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c)) {}
-  cd& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
-  cd operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
-};
-
-Mat matmul(const Mat& a, const Mat& b) {
-  Mat c(a.rows, b.cols);
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t k = 0; k < a.cols; ++k)
-      for (int64_t j = 0; j < b.cols; ++j) c(i, j) += a(i, k) * b(k, j);
-  return c;
-}
-Mat adjoint(const Mat& a) {
-  Mat c(a.cols, a.rows);
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t j = 0; j < a.cols; ++j) c(j, i) = std::conj(a(i, j));
-  return c;
-}
-Mat eye(int64_t n) {
-  Mat c(n, n);
-  for (int64_t i = 0; i < n; ++i) c(i, i) = 1;
-  return c;
-}
-double max_diff(const Mat& a, const Mat& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.v.size(); ++i) d = std::max(d, std::abs(a.v[i] - b.v[i]));
-  return d;
-}
+using testutil::adjoint;
+using testutil::eye;
+using testutil::Mat;
+using testutil::matmul;
+using testutil::max_diff;
 
 // Matrix `b` of a [batch, rows, cols] tensor (or [rows, cols] for b = 0), or a [batch, n]
 // tensor's row b as one column (vector = true).

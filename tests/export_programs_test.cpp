@@ -35,33 +35,11 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-ExportedLeaf leaf(std::string path, Shape shape, DType dtype) {
-  ExportedLeaf l;
-  l.path = std::move(path);
-  l.aval.shape = std::move(shape);
-  l.aval.dtype = dtype;
-  return l;
-}
-
-// An Exported of a module's @main, as `cujax run` calls a bare module.
-Exported exported_of(const std::string& text) {
-  const auto module = ir::parse_module(text);
-  const ir::Function* main = module->lookup("main");
-  std::vector<ExportedLeaf> in, out;
-  const auto args = main->arg_types();
-  for (size_t i = 0; i < args.size(); ++i)
-    in.push_back(leaf("args[" + std::to_string(i) + "]", args[i].shape, args[i].dtype));
-  for (size_t i = 0; i < main->result_types.size(); ++i)
-    out.push_back(leaf("result[" + std::to_string(i) + "]", main->result_types[i].shape,
-                       main->result_types[i].dtype));
-  return Exported("main", text, "", in, "", out, {"cpu"});
-}
-
 std::vector<HostTensor> run_text(const std::string& text, const std::vector<HostTensor>& inputs) {
   std::vector<Array> args;
   for (const auto& t : inputs) args.push_back(array(t));
   std::vector<HostTensor> out;
-  for (const Array& r : exported_of(text).call_flat(args)) out.push_back(r.to_host());
+  for (const Array& r : Exported::from_module(text).call_flat(args)) out.push_back(r.to_host());
   return out;
 }
 
@@ -297,7 +275,7 @@ HostTensor batch(int64_t b) {
 }
 
 TEST(ExportPrograms, PolymorphicModuleMatchesTheStaticOneAtEachBatchSize) {
-  const Exported poly = exported_of(kPolymorphic);
+  const Exported poly = Exported::from_module(kPolymorphic);
   ASSERT_EQ(poly.in_avals()[0].shape, (Shape{kDynamicDim, 4}));
   const int64_t before = global_compile_count();
   for (int64_t b : {1, 3, 8}) {
@@ -316,7 +294,7 @@ TEST(ExportPrograms, PolymorphicModuleMatchesTheStaticOneAtEachBatchSize) {
 }
 
 TEST(ExportPrograms, FailedShapeAssertionGivesJaxsMessage) {
-  const Exported poly = exported_of(kPolymorphic);
+  const Exported poly = Exported::from_module(kPolymorphic);
   const std::string msg = message_of([&] { poly.call_flat({array(batch(0))}); });
   EXPECT_NE(msg.find("Expected value >= 1 for dimension variable 'b'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'b' = 0 from specification 'b' for dimension args[0].shape[0] (= 0)"),
@@ -370,7 +348,7 @@ std::string gather_module(int64_t b, bool dynamic) {
 }
 
 TEST(ExportPrograms, DynamicGatherMatchesTheStaticGather) {
-  const Exported poly = exported_of(gather_module(0, true));
+  const Exported poly = Exported::from_module(gather_module(0, true));
   const HostTensor idx = HostTensor::from_vector(std::vector<int32_t>{2, 0, 1}, {3, 1});
   for (int64_t b : {3, 5}) {
     SCOPED_TRACE("b = " + std::to_string(b));
@@ -410,7 +388,7 @@ std::string conv_module(int64_t b, bool dynamic) {
 }
 
 TEST(ExportPrograms, DynamicConvMatchesTheStaticConvolution) {
-  const Exported poly = exported_of(conv_module(0, true));
+  const Exported poly = Exported::from_module(conv_module(0, true));
   const HostTensor w =
       HostTensor::from_vector(std::vector<float>{1, -2, 0.5f, 3, 0.25f, -1}, {2, 1, 3});
   for (int64_t b : {1, 3}) {

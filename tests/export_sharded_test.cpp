@@ -12,7 +12,6 @@
 
 #include "cujax/core/npy.h"
 #include "cujax/export.h"
-#include "cujax/ir/parser.h"
 #include "cujax/jit.h"
 #include "cujax/runtime/spmd.h"
 #include "host_compare.h"
@@ -27,34 +26,13 @@ class ExportSharded : public ::testing::Test {
   void SetUp() override { runtime::set_num_cpu_devices(4); }
 };
 
-ExportedLeaf leaf(std::string path, const ir::Type& t) {
-  ExportedLeaf l;
-  l.path = std::move(path);
-  l.aval.shape = t.shape;
-  l.aval.dtype = t.dtype;
-  return l;
-}
-
-// An Exported of a module's @main, as `cujax run` calls a bare module.
-Exported exported_of(const std::string& text) {
-  const auto module = ir::parse_module(text);
-  const ir::Function* main = module->lookup("main");
-  std::vector<ExportedLeaf> in, out;
-  const auto args = main->arg_types();
-  for (size_t i = 0; i < args.size(); ++i)
-    in.push_back(leaf("args[" + std::to_string(i) + "]", args[i]));
-  for (size_t i = 0; i < main->result_types.size(); ++i)
-    out.push_back(leaf("result[" + std::to_string(i) + "]", main->result_types[i]));
-  return Exported("main", text, "", in, "", out, {"cpu"});
-}
-
 // The results, and the devices the first one lies on (all of the mesh for a partitioned program).
 std::vector<HostTensor> run(const std::string& text, const std::vector<HostTensor>& inputs,
                             size_t* devices = nullptr) {
   std::vector<Array> args;
   for (const auto& t : inputs) args.push_back(array(t));
   std::vector<HostTensor> out;
-  const auto results = exported_of(text).call_flat(args);
+  const auto results = Exported::from_module(text).call_flat(args);
   if (devices) *devices = results.at(0).devices().size();
   for (const Array& r : results) out.push_back(r.to_host());
   return out;

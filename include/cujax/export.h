@@ -180,6 +180,11 @@ class Exported {
   // effects, symbolic dimensions other than sums of products). Symbolic dimensions ("2*b") are
   // dynamic in in_avals(); each call solves them from the inputs' shapes, as jax.export does.
   static Exported deserialize(std::string_view bytes, const std::string& what = "artifact");
+  // A bare StableHLO module (text, or a portable artifact's bytecode) as an Exported of its
+  // @main, as `cujax run` and JAX's backward-compatibility runner call one: inputs args[i],
+  // outputs result[i], runnable on cpu and cuda. Throws Error naming `what` for a module that
+  // does not parse, has no @main, or passes a token or quantized value at its boundary.
+  static Exported from_module(std::string_view module, const std::string& what = "module");
   // Writes to a temporary sibling, fsyncs, renames over `path`.
   void save(const std::string& path) const;
   // save() of serialize_jax(platform).

@@ -14,7 +14,6 @@
 #include "cujax/core/npy.h"
 #include "cujax/export.h"
 #include "cujax/ir/bytecode.h"
-#include "cujax/ir/parser.h"
 #include "cujax/runtime/spmd.h"
 
 namespace cujax::cli {
@@ -40,28 +39,7 @@ Exported load_any(const std::string& path) {
   if (!bytecode && jax_export::is_serialized(bytes)) return Exported::deserialize(bytes, path);
   if (!bytecode && bytes.find("func.func") == std::string::npos)
     return Exported::deserialize(bytes, path);  // its message says what FILE is not
-  const std::string text = bytecode ? ir::bytecode_to_stablehlo_text(bytes, path) : bytes;
-  std::unique_ptr<ir::Module> module;
-  try {
-    module = ir::parse_module(text);
-  } catch (const ParseError& e) {
-    throw Error(path + ": the StableHLO module is invalid: " + e.what());
-  }
-  const ir::Function* main = module->lookup("main");
-  if (!main) throw Error(path + ": the module has no @main to run");
-  auto leaves = [](const std::vector<ir::Type>& types, const char* prefix) {
-    std::vector<ExportedLeaf> out;
-    for (size_t i = 0; i < types.size(); ++i) {
-      if (types[i].is_token || types[i].is_quantized())
-        throw Error(std::string("@main's ") + prefix + "[" + std::to_string(i) +
-                    "] is not an array cujax can pass (" + types[i].str() + ")");
-      out.push_back({std::string(prefix) + "[" + std::to_string(i) + "]",
-                     ShapeDtype{types[i].shape, types[i].dtype, false}});
-    }
-    return out;
-  };
-  return Exported("main", text, "", leaves(main->arg_types(), "args"), "",
-                  leaves(main->result_types, "result"), {"cpu", "cuda"});
+  return Exported::from_module(bytes, path);
 }
 
 std::string leaf_list(const std::vector<ExportedLeaf>& leaves) {

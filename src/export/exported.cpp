@@ -18,6 +18,7 @@
 #include "cujax/core/sha256.h"
 #include "cujax/devices.h"
 #include "cujax/export.h"
+#include "cujax/ir/bytecode.h"
 #include "cujax/ir/parser.h"
 #include "cujax/ir/verifier.h"
 #include "cujax/jax_export.h"
@@ -344,6 +345,31 @@ void Exported::save(const std::string& path) const {
 
 void Exported::save_jax(const std::string& path, const std::string& platform) const {
   save_atomically(path, serialize_jax(platform));
+}
+
+Exported Exported::from_module(std::string_view module, const std::string& what) {
+  const std::string text =
+      ir::is_bytecode(module) ? ir::bytecode_to_stablehlo_text(module, what) : std::string(module);
+  std::unique_ptr<ir::Module> parsed;
+  try {
+    parsed = ir::parse_module(text);
+  } catch (const ParseError& e) {
+    throw Error(what + ": the StableHLO module is invalid: " + e.what());
+  }
+  const ir::Function* main = parsed->lookup("main");
+  if (!main) throw Error(what + ": the module has no @main to run");
+  auto leaves = [](const std::vector<ir::Type>& types, const char* prefix) {
+    std::vector<ExportedLeaf> out;
+    for (size_t i = 0; i < types.size(); ++i) {
+      const std::string path = std::string(prefix) + "[" + std::to_string(i) + "]";
+      if (types[i].is_token || types[i].is_quantized())
+        throw Error("@main's " + path + " is not an array cujax can pass (" + types[i].str() + ")");
+      out.push_back({path, ShapeDtype{types[i].shape, types[i].dtype, false}});
+    }
+    return out;
+  };
+  return Exported("main", text, "", leaves(main->arg_types(), "args"), "",
+                  leaves(main->result_types, "result"), {"cpu", "cuda"});
 }
 
 Exported Exported::load(const std::string& path) {
