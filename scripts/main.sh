@@ -8,14 +8,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/preset.sh
+t0=$SECONDS
 cmake --preset "$preset" >/dev/null
 # The `cujax` command alone: the tests and benchmarks are scripts/test.sh's to build.
 cmake --build --preset "$preset" -j "$(nproc)" --target cujax_cli
+build_s=$((SECONDS - t0))
 if [ "$preset" = default ]; then "$bin" doctor | grep "^GPU" || true; fi
 "$bin" devices
 run="${CUJAX_RUN_DIR:-runs/tiny}"
+t0=$SECONDS
 "$bin" train --config tiny --steps "${CUJAX_STEPS:-1000}" --out "$run" --overwrite
+train_s=$((SECONDS - t0))
+t0=$SECONDS
 echo "--- a sample (cujax generate --model $run --temperature 0.8 --top-k 40 --seed 0):"
 "$bin" generate --model "$run" --prompt "${CUJAX_PROMPT:-The }" --max-tokens 120 \
   --temperature 0.8 --top-k 40 --seed 0
+echo "--- main: build ${build_s} s, training ${train_s} s, sample $((SECONDS - t0)) s"
 echo "--- loss curve: $run/loss.svg, metrics: $run/metrics.csv"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of cujax from Debian packages. Idempotent: packages
-# that are already installed are skipped, and apt-get runs only when something is missing.
-# Run it as root or as a user who may sudo: `bash scripts/setup.sh`; it calls apt-get through
-# sudo only when it is not root, and only when a package is missing.
+# Installs cujax's dependencies from Debian packages: by default what the library and the
+# `cujax` command need (the main job, scripts/main.sh), with --tests also what the tests,
+# benchmarks, fuzzers and CI use (scripts/test.sh runs that). Idempotent: packages that are
+# already installed are skipped, and apt-get runs only when something is missing.
+# Run it as root or as a user who may sudo: `bash scripts/setup.sh [--tests]`; it calls apt-get
+# through sudo only when it is not root, and only when a package is missing.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  ccache            # CI shares the cpu build's objects with the CUDA build
-  libgtest-dev libgmock-dev libbenchmark-dev
+  ccache            # CI builds the main job, then the tests, the CUDA build, through one cache
   libopenblas-dev   # BLAS, and the LAPACK that JAX's linear-algebra custom calls run on (docs/linalg.md)
   libzstd-dev
   zlib1g-dev        # gzip chunks (zarr's gzip codec, t5x checkpoints)
@@ -19,14 +20,24 @@ packages=(
   libcli11-dev      # the `cujax` command's options (header-only)
   libkissfft-dev    # the CPU backend's stablehlo.fft (header-only kissfft.hh, BSD-3-Clause)
   libcpp-httplib-dev  # `cujax serve` (header-only httplib.h)
+  fortunes          # the default training corpus (/usr/share/games/fortunes)
+  # Collectives across processes (distributed::initialize, mpirun). Optional, but here so that
+  # the library is built once with it, not rebuilt when the tests' set-up would add it.
+  libopenmpi-dev openmpi-bin
+)
+test_packages=(
+  libgtest-dev libgmock-dev
   wrk               # the load test of `cujax serve` (tests/cli_serve_load_test.sh)
   xz-utils          # gpu-check.sh --pack's archive, and its test (tests/gpu_check_test.sh)
-  clang libclang-rt-dev clang-format
-  fortunes          # the default training corpus (/usr/share/games/fortunes)
+  clang libclang-rt-dev clang-format  # the fuzzers (scripts/fuzz.sh) and formatting
   python3-zarr      # a test reads cujax checkpoints with Python's zarr
-  python3-numpy     # complex_test checks RFFT against numpy.fft
-  libopenmpi-dev openmpi-bin  # collectives across processes (distributed::initialize, mpirun)
+  python3-numpy     # complex_test checks RFFT against numpy.fft; jax-backcompat's run.py
 )
+case "${1:-}" in
+  --tests) packages+=("${test_packages[@]}") ;;
+  "") ;;
+  *) echo "usage: bash scripts/setup.sh [--tests]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -65,6 +65,14 @@ class Progress {
                  bar.c_str(), steps_per_s, tokens_per_s, loss, val, tty_ ? "\x1b[K" : "\n");
     std::fflush(stderr);
   }
+  // The first step, which traced and compiled the program: shown at once, not after log_every.
+  void first_step(int64_t step, double compile_seconds, double loss) {
+    if (!shown_) return;
+    std::fprintf(stderr, "%sstep %6lld/%lld traced and compiled in %.2f s  loss %.3f%s",
+                 tty_ ? "\r" : "", static_cast<long long>(step), static_cast<long long>(total_),
+                 compile_seconds, loss, tty_ ? "\x1b[K" : "\n");
+    std::fflush(stderr);
+  }
   void finish() {
     if (shown_ && tty_) std::fputc('\n', stderr);
   }
@@ -593,6 +601,7 @@ int train_command(const std::vector<std::string>& argv) {
       // The first call traces and compiles: time it apart from the throughput.
       loss.block_until_ready();
       compile_seconds = seconds_since(t0);
+      progress.first_step(step + 1, compile_seconds, loss.item<float>());
       window_start = clock::now();
       window_steps = 0;
     }
