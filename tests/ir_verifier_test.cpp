@@ -15,6 +15,8 @@
 #include "cujax/core/error.h"
 #include "cujax/ir/ir.h"
 #include "cujax/ir/verifier.h"
+#include "ir/bytecode/vhlo_ops.h"
+#include "ir/op_table.h"
 
 // The parser is written alongside the verifier; these tests use it once its source exists
 // (the library globs src/*.cpp, so the file being there means it is linked in).
@@ -670,6 +672,70 @@ TEST(Verifier, UnknownOpsAndCustomCallsAreAccepted) {
   bld.op("mydialect.thing", {}, {Type::token()});
   bld.ret({u->result()});
   EXPECT_NO_THROW(verify(bld.m));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The op table
+
+// The op table and the VHLO table (from StableHLO's VhloOps.td) name the same ops: each row
+// but stablehlo.trace (dropped from VHLO) has a VHLO version, and each VHLO op but func a row.
+TEST(OpTable, NamesTheOpsVhloHas) {
+  std::vector<std::string> seen;
+  for (const ops::OpDef& d : ops::kOps) {
+    const std::string name(d.name);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), name), 0) << name << " has two rows";
+    seen.push_back(name);
+    if (name == "stablehlo.trace") continue;
+    const std::string base = name.ends_with(".return") ? "return" : name.substr(name.find('.') + 1);
+    EXPECT_NE(bytecode::find_vhlo_op(base + "_v1"), nullptr) << name << " has no VHLO op";
+  }
+  for (const char* v : {"batch_norm_grad_v1", "map_v1", "recv_v1", "collective_broadcast_v1",
+                        "dynamic_conv_v1", "tuple_v1", "async_start_v1"}) {
+    ASSERT_NE(bytecode::find_vhlo_op(v), nullptr) << v;
+    const std::string base(v, std::string_view(v).rfind("_v"));
+    EXPECT_NE(ops::find("stablehlo." + base), nullptr) << base << " has no row";
+  }
+  // Rows a pretty form prints are exactly those syntax::find gives.
+  for (const ops::OpDef& d : ops::kOps)
+    EXPECT_EQ(syntax::find(d.name) != nullptr, d.form != syntax::Form::Generic) << d.name;
+}
+
+// Ops without a type rule of their own still get the counts the table gives them.
+TEST(OpTable, CountsOfOpsWithoutATypeRule) {
+  {
+    Builder bld({T({2, 2}), T({2, 2})}, {T({2, 2})});
+    Value* d = bld.op("stablehlo.dot", {bld.arg(0), bld.arg(1), bld.arg(1)}, {T({2, 2})})->result();
+    bld.ret({d});
+    expect_error(bld.m, {"stablehlo.dot", "expects 2 operands, got 3"});
+  }
+  {
+    Builder bld({T({2})}, {});
+    bld.op("stablehlo.batch_norm_training", {bld.arg(0), bld.arg(0), bld.arg(0)}, {T({2})});
+    bld.ret({});
+    expect_error(bld.m, {"stablehlo.batch_norm_training", "expects 3 results, got 1"});
+  }
+  {  // one result per operand
+    Builder bld({T({2}), T({3})}, {});
+    bld.op("stablehlo.optimization_barrier", {bld.arg(0), bld.arg(1)}, {T({2})});
+    bld.ret({});
+    expect_error(bld.m, {"stablehlo.optimization_barrier", "has 1 results, expected 2"});
+  }
+  {  // at least one operand
+    Builder bld({}, {});
+    bld.op("stablehlo.concatenate", {}, {T({0})})
+        ->set_attr("dimension", Attribute::integer_attr(0, DType::I64));
+    bld.ret({});
+    expect_error(bld.m, {"stablehlo.concatenate", "expects at least 1 operand, got 0"});
+  }
+  // The element type class of a plain element-wise op comes from its row.
+  const ops::OpDef* shl = ops::find("stablehlo.shift_left");
+  ASSERT_NE(shl, nullptr);
+  ASSERT_TRUE(shl->kinds.has_value());
+  EXPECT_EQ(*shl->kinds, ops::Kinds::Integer);
+  Builder bld({T({2}), T({2})}, {T({2})});
+  Value* s = bld.op("stablehlo.shift_left", {bld.arg(0), bld.arg(1)}, {T({2})})->result();
+  bld.ret({s});
+  expect_error(bld.m, {"stablehlo.shift_left", "expected a tensor of integer type"});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@
 
 #include "cujax/core/error.h"
 #include "ir/asm_util.h"
-#include "ir/op_syntax.h"
+#include "ir/op_table.h"
 #include "ir/parser_limits.h"
 #include "ir/sdy.h"
 
@@ -2306,6 +2306,8 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
       parse_optional_attr_dict(p.attrs);
       type_spec_functional(p);
       return;
+    case Form::Generic:  // syntax::find never gives it
+      break;
   }
 }
 
@@ -2541,8 +2543,8 @@ std::unique_ptr<Module> Parser::parse_top() {
         if (eof()) fail(pos_, "unexpected end of input, expected '}' to close the module");
         const size_t fat = pos_;
         if (consume_word("sdy.mesh")) {
-          // sdy.mesh @name = <...> {attrs}?, kept verbatim with the aliases (the printer writes it back
-          // into the body: detail::is_sdy_mesh).
+          // sdy.mesh @name = <...> {attrs}?, kept verbatim with the aliases (the printer writes it
+          // back into the body: detail::is_sdy_mesh).
           parse_symbol();
           expect('=', "after the name of sdy.mesh");
           ws();

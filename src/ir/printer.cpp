@@ -14,7 +14,7 @@
 #include <unordered_set>
 
 #include "ir/asm_util.h"
-#include "ir/op_syntax.h"
+#include "ir/op_table.h"
 #include "ir/sdy.h"
 
 namespace cujax::ir {
@@ -1095,6 +1095,8 @@ class ModulePrinter {
         functional_type(op);
         return true;
       }
+      case Form::Generic:  // syntax::find never gives it
+        break;
     }
     return false;
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cujax/core/error.h"
+#include "ir/op_table.h"
 #include "ir/pass_through.h"
 #include "ir/type_walk.h"
 
@@ -41,18 +42,7 @@ Type scalar(DType t) {
   return Type::tensor({}, t);
 }
 
-// Element type classes the ops ask for.
-enum class Kinds {
-  Any,
-  Integer,
-  IntOrBool,
-  IntOrFloat,
-  SignedOrFloat,
-  Float,
-  FloatOrComplex,
-  IntFloatOrComplex,
-  SignedFloatOrComplex,
-};
+using ops::Kinds;
 
 bool dtype_in(DType t, Kinds k) {
   switch (k) {
@@ -405,18 +395,15 @@ class OpCheck {
 // ---------------------------------------------------------------------------------------------
 // Element-wise ops
 
-void elementwise_same(OpCheck& c, size_t n, Kinds kinds) {
-  c.operands_are(n);
-  c.results_are(1);
+// Operands and result of one type, of element type class `kinds` (counts: the op table).
+void elementwise_same(OpCheck& c, Kinds kinds) {
   c.tensor_operand(0);
-  for (size_t i = 1; i < n; ++i) c.operand_is(i, c.operand(0), "same as operand 0");
+  for (size_t i = 1; i < c.num_operands(); ++i) c.operand_is(i, c.operand(0), "same as operand 0");
   c.operand_kind(0, kinds);
   c.result_is(0, c.operand(0), "same as operand 0");
 }
 
 void check_compare(OpCheck& c) {
-  c.operands_are(2);
-  c.results_are(1);
   c.tensor_operand(0);
   c.operand_is(1, c.operand(0), "same as operand 0");
   c.result_is(0, Type::tensor(c.operand(0).shape, DType::Bool),
@@ -436,12 +423,10 @@ void check_compare(OpCheck& c) {
 
 // abs: the operand's type, or for a complex operand its part type.
 void check_abs(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.tensor_operand(0);
   const Type& a = c.operand(0);
   if (!is_complex(a.dtype)) {
-    elementwise_same(c, 1, Kinds::SignedOrFloat);
+    elementwise_same(c, Kinds::SignedOrFloat);
     return;
   }
   c.result_is(0, Type::tensor(a.shape, complex_component(a.dtype)),
@@ -449,16 +434,12 @@ void check_abs(OpCheck& c) {
 }
 
 void check_is_finite(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.operand_kind(0, Kinds::Float);
   c.result_is(0, Type::tensor(c.operand(0).shape, DType::Bool),
               "is_finite gives i1 in the shape of its operand");
 }
 
 void check_select(OpCheck& c) {
-  c.operands_are(3);
-  c.results_are(1);
   c.all_tensors();
   c.operand_kind(0, Kinds::Any);
   if (c.operand(0).dtype != DType::Bool)
@@ -472,8 +453,6 @@ void check_select(OpCheck& c) {
 }
 
 void check_clamp(OpCheck& c) {
-  c.operands_are(3);
-  c.results_are(1);
   c.all_tensors();
   const Type& x = c.operand(1);
   for (size_t i : {size_t{0}, size_t{2}}) {
@@ -486,8 +465,6 @@ void check_clamp(OpCheck& c) {
 }
 
 void check_convert(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   if (c.result(0).shape != c.operand(0).shape)
     c.result_is(0, Type::tensor(c.operand(0).shape, c.result(0).dtype),
@@ -495,8 +472,6 @@ void check_convert(OpCheck& c) {
 }
 
 void check_bitcast_convert(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Type& out = c.result(0);
@@ -522,8 +497,6 @@ void check_bitcast_convert(OpCheck& c) {
 // uniform_quantize: a float tensor quantized, or a quantized one requantized, to the result's
 // quantized type of the same shape and expressed type.
 void check_uniform_quantize(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Type& out = c.result(0);
@@ -537,8 +510,6 @@ void check_uniform_quantize(OpCheck& c) {
 }
 
 void check_uniform_dequantize(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   if (!in.is_quantized())
@@ -548,7 +519,7 @@ void check_uniform_dequantize(OpCheck& c) {
 }
 
 void check_reduce_precision(OpCheck& c) {
-  elementwise_same(c, 1, Kinds::Float);
+  elementwise_same(c, Kinds::Float);
   const int64_t e = c.integer("exponent_bits");
   const int64_t m = c.integer("mantissa_bits");
   if (e < 1) c.fail("exponent_bits = " + std::to_string(e) + ", expected >= 1");
@@ -559,8 +530,6 @@ void check_reduce_precision(OpCheck& c) {
 // Shapes and data movement
 
 void check_constant(OpCheck& c) {
-  c.operands_are(0);
-  c.results_are(1);
   const Attribute& v = c.required("value");
   if (v.kind != Attribute::Kind::DenseElements) return;  // kept verbatim (e.g. dense_resource)
   const Type t = v.type ? *v.type : Type::tensor(v.tensor.shape(), v.tensor.dtype());
@@ -570,8 +539,6 @@ void check_constant(OpCheck& c) {
 }
 
 void check_iota(OpCheck& c) {
-  c.operands_are(0);
-  c.results_are(1);
   c.all_tensors();
   c.result_kind(0, Kinds::IntFloatOrComplex);
   const int64_t d = c.integer("iota_dimension");
@@ -581,8 +548,6 @@ void check_iota(OpCheck& c) {
 }
 
 void check_broadcast_in_dim(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Type& out = c.result(0);
@@ -602,8 +567,6 @@ void check_broadcast_in_dim(OpCheck& c) {
 }
 
 void check_reshape(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Type& out = c.result(0);
@@ -616,8 +579,6 @@ void check_reshape(OpCheck& c) {
 }
 
 void check_transpose(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Dims perm = c.ints("permutation");
@@ -635,8 +596,6 @@ void check_transpose(OpCheck& c) {
 }
 
 void check_slice(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Dims start = c.ints("start_indices");
@@ -675,8 +634,6 @@ void check_start_indices(OpCheck& c, size_t first, int64_t rank) {
 }
 
 void check_dynamic_slice(OpCheck& c) {
-  c.operands_at_least(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   check_start_indices(c, 1, in.rank());
@@ -689,8 +646,6 @@ void check_dynamic_slice(OpCheck& c) {
 }
 
 void check_dynamic_update_slice(OpCheck& c) {
-  c.operands_at_least(2);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Type& update = c.operand(1);
@@ -706,8 +661,6 @@ void check_dynamic_update_slice(OpCheck& c) {
 }
 
 void check_pad(OpCheck& c) {
-  c.operands_are(2);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   c.operand_is(1, scalar(in.dtype), "the padding value is a scalar of operand 0's element type");
@@ -735,8 +688,6 @@ void check_pad(OpCheck& c) {
 }
 
 void check_concatenate(OpCheck& c) {
-  c.operands_at_least(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& first = c.operand(0);
   const int64_t dim = c.integer("dimension");
@@ -762,8 +713,6 @@ void check_concatenate(OpCheck& c) {
 }
 
 void check_reverse(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Dims dims = c.ints("dimensions");
   c.in_range("dimensions", dims, 0, c.operand(0).rank());
@@ -772,8 +721,6 @@ void check_reverse(OpCheck& c) {
 }
 
 void check_get_dimension_size(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const int64_t d = c.integer("dimension");
   if (d < 0 || d >= c.operand(0).rank())
@@ -870,8 +817,6 @@ void check_reduce_window(OpCheck& c) {
 }
 
 void check_select_and_scatter(OpCheck& c) {
-  c.operands_are(3);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Type& source = c.operand(1);
@@ -897,12 +842,8 @@ void check_select_and_scatter(OpCheck& c) {
 }
 
 void check_sort(OpCheck& c) {
-  c.operands_at_least(1);
   c.all_tensors();
   const size_t n = c.num_operands();
-  if (c.num_results() != n)
-    c.fail("has " + std::to_string(c.num_results()) + " results, expected " + std::to_string(n) +
-           " (one per operand)");
   const Type& first = c.operand(0);
   for (size_t i = 1; i < n; ++i)
     if (c.operand(i).shape != first.shape)
@@ -925,8 +866,6 @@ void check_sort(OpCheck& c) {
 // Contractions
 
 void check_dot_general(OpCheck& c) {
-  c.operands_are(2);
-  c.results_are(1);
   c.all_tensors();
   const Type& lhs = c.operand(0);
   const Type& rhs = c.operand(1);
@@ -1052,8 +991,6 @@ ConvDims conv_dims(const OpCheck& c) {
 }
 
 void check_convolution(OpCheck& c) {
-  c.operands_are(2);
-  c.results_are(1);
   c.all_tensors();
   const Type& lhs = c.operand(0);
   const Type& rhs = c.operand(1);
@@ -1133,8 +1070,6 @@ void check_convolution(OpCheck& c) {
 }
 
 void check_triangular_solve(OpCheck& c) {
-  c.operands_are(2);
-  c.results_are(1);
   c.all_tensors();
   const Type& a = c.operand(0);
   const Type& b = c.operand(1);
@@ -1160,8 +1095,6 @@ void check_triangular_solve(OpCheck& c) {
 }
 
 void check_cholesky(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& a = c.operand(0);
   c.operand_kind(0, Kinds::FloatOrComplex);
@@ -1182,8 +1115,6 @@ Shape index_batch_sizes(const Type& indices, int64_t index_vector_dim) {
 }
 
 void check_gather(OpCheck& c) {
-  c.operands_are(2);
-  c.results_are(1);
   c.all_tensors();
   const Type& in = c.operand(0);
   const Type& idx = c.operand(1);
@@ -1368,9 +1299,6 @@ void check_scatter(OpCheck& c) {
 
 void check_while(OpCheck& c) {
   const std::vector<Type> types = c.operand_types();
-  if (c.num_results() != types.size())
-    c.fail("has " + std::to_string(c.num_results()) + " results, expected " +
-           std::to_string(types.size()) + " (one per operand)");
   for (size_t i = 0; i < types.size(); ++i)
     c.result_is(i, types[i], "same as operand " + std::to_string(i));
   c.region_signature(0, "cond", types, {scalar(DType::Bool)});
@@ -1378,7 +1306,6 @@ void check_while(OpCheck& c) {
 }
 
 void check_case(OpCheck& c) {
-  c.operands_are(1);
   c.operand_is(0, scalar(DType::I32), "the branch index");
   if (c.op().regions.empty()) c.fail("expects at least one branch region");
   const std::vector<Type> results = c.result_types();
@@ -1387,7 +1314,6 @@ void check_case(OpCheck& c) {
 }
 
 void check_if(OpCheck& c) {
-  c.operands_are(1);
   c.operand_is(0, scalar(DType::Bool), "the predicate");
   const std::vector<Type> results = c.result_types();
   c.region_signature(0, "true_branch", {}, results);
@@ -1395,16 +1321,11 @@ void check_if(OpCheck& c) {
 }
 
 void check_optimization_barrier(OpCheck& c) {
-  if (c.num_results() != c.num_operands())
-    c.fail("has " + std::to_string(c.num_results()) + " results, expected " +
-           std::to_string(c.num_operands()) + " (one per operand)");
   for (size_t i = 0; i < c.num_operands(); ++i)
     c.result_is(i, c.operand(i), "same as operand " + std::to_string(i));
 }
 
 void check_rng_bit_generator(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(2);
   c.all_tensors();
   const Type& state = c.operand(0);
   if (state.rank() != 1 || !is_integer(state.dtype))
@@ -1420,8 +1341,6 @@ void check_rng_bit_generator(OpCheck& c) {
 }
 
 void check_rng(OpCheck& c) {
-  c.operands_are(3);
-  c.results_are(1);
   c.all_tensors();
   for (size_t i : {size_t{0}, size_t{1}})
     c.operand_is(i, scalar(c.result(0).dtype), "a scalar of the result's element type");
@@ -1444,11 +1363,7 @@ std::vector<Type> binary_reducer(DType t) {
 }
 
 void check_all_reduce(OpCheck& c) {
-  c.operands_at_least(1);
   c.all_tensors();
-  if (c.num_results() != c.num_operands())
-    c.fail("has " + std::to_string(c.num_results()) + " results, expected " +
-           std::to_string(c.num_operands()) + " (one per operand)");
   replica_group_size(c);
   const std::vector<Type> ret = c.region_returns(0, "computation");
   if (ret.size() != 1 || ret[0].rank() != 0)
@@ -1465,11 +1380,7 @@ void check_all_reduce(OpCheck& c) {
 }
 
 void check_all_gather(OpCheck& c) {
-  c.operands_at_least(1);
   c.all_tensors();
-  if (c.num_results() != c.num_operands())
-    c.fail("has " + std::to_string(c.num_results()) + " results, expected " +
-           std::to_string(c.num_operands()) + " (one per operand)");
   const int64_t dim = c.integer("all_gather_dim");
   const int64_t group = replica_group_size(c);
   for (size_t i = 0; i < c.num_operands(); ++i) {
@@ -1491,8 +1402,6 @@ void check_all_gather(OpCheck& c) {
 }
 
 void check_reduce_scatter(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.all_tensors();
   const Type& t = c.operand(0);
   const int64_t dim = c.integer("scatter_dimension");
@@ -1521,11 +1430,7 @@ void check_reduce_scatter(OpCheck& c) {
 }
 
 void check_all_to_all(OpCheck& c) {
-  c.operands_at_least(1);
   c.all_tensors();
-  if (c.num_results() != c.num_operands())
-    c.fail("has " + std::to_string(c.num_results()) + " results, expected " +
-           std::to_string(c.num_operands()) + " (one per operand)");
   const int64_t split = c.integer("split_dimension");
   const int64_t concat = c.integer("concat_dimension");
   const int64_t count = c.integer("split_count");
@@ -1550,8 +1455,6 @@ void check_all_to_all(OpCheck& c) {
 }
 
 void check_process_id(OpCheck& c) {
-  c.operands_are(0);
-  c.results_are(1);
   c.result_is(0, scalar(DType::U32), "a 32-bit unsigned id");
 }
 
@@ -1560,13 +1463,10 @@ void check_after_all(OpCheck& c) {
     if (!c.operand(i).is_token)
       c.fail("operand " + std::to_string(i) + " has type " + c.operand(i).str() +
              ", expected !stablehlo.token");
-  c.results_are(1);
   c.result_is(0, Type::token(), "a token");
 }
 
 void check_collective_permute(OpCheck& c) {
-  c.operands_are(1);
-  c.results_are(1);
   c.result_is(0, c.operand(0), "same as operand 0");
 }
 
@@ -1612,44 +1512,30 @@ void check_stablehlo_return(OpCheck& c) {
   if (c.num_results()) c.fail("has results");
 }
 
+// The operand and result counts the op table gives.
+void check_counts(OpCheck& c, const ops::OpDef& d) {
+  if (d.num_operands >= 0)
+    c.operands_are(static_cast<size_t>(d.num_operands));
+  else if (d.min_operands > 0)
+    c.operands_at_least(static_cast<size_t>(d.min_operands));
+  if (d.num_results >= 0) {
+    c.results_are(static_cast<size_t>(d.num_results));
+  } else if (d.num_results == ops::kPerOperand && c.num_results() != c.num_operands()) {
+    c.fail("has " + std::to_string(c.num_results()) + " results, expected " +
+           std::to_string(c.num_operands()) + " (one per operand)");
+  }
+}
+
 using Checker = std::function<void(OpCheck&)>;
 
 const std::unordered_map<std::string, Checker>& checkers() {
   static const auto* table = [] {
     auto* t = new std::unordered_map<std::string, Checker>();
     auto& m = *t;
-    auto unary = [&](const char* name, Kinds k) {
-      m[std::string("stablehlo.") + name] = [k](OpCheck& c) { elementwise_same(c, 1, k); };
-    };
-    auto binary = [&](const char* name, Kinds k) {
-      m[std::string("stablehlo.") + name] = [k](OpCheck& c) { elementwise_same(c, 2, k); };
-    };
+    // The plain element-wise ops: the table gives their element type class.
+    for (const ops::OpDef& d : ops::kOps)
+      if (d.kinds) m[std::string(d.name)] = [k = *d.kinds](OpCheck& c) { elementwise_same(c, k); };
     m["stablehlo.abs"] = check_abs;
-    unary("negate", Kinds::IntFloatOrComplex);
-    unary("sign", Kinds::SignedFloatOrComplex);
-    for (const char* f : {"ceil", "floor", "round_nearest_afz", "round_nearest_even"})
-      unary(f, Kinds::Float);
-    for (const char* f : {"sqrt", "rsqrt", "cbrt", "exponential", "exponential_minus_one", "log",
-                          "log_plus_one", "logistic", "sine", "cosine", "tan", "tanh"})
-      unary(f, Kinds::FloatOrComplex);
-    unary("not", Kinds::IntOrBool);
-    unary("popcnt", Kinds::Integer);
-    unary("count_leading_zeros", Kinds::Integer);
-    binary("add", Kinds::Any);
-    binary("multiply", Kinds::Any);
-    binary("maximum", Kinds::Any);
-    binary("minimum", Kinds::Any);
-    binary("subtract", Kinds::IntFloatOrComplex);
-    binary("divide", Kinds::IntFloatOrComplex);
-    binary("remainder", Kinds::IntOrFloat);
-    binary("power", Kinds::IntFloatOrComplex);
-    binary("atan2", Kinds::FloatOrComplex);
-    binary("and", Kinds::IntOrBool);
-    binary("or", Kinds::IntOrBool);
-    binary("xor", Kinds::IntOrBool);
-    binary("shift_left", Kinds::Integer);
-    binary("shift_right_arithmetic", Kinds::Integer);
-    binary("shift_right_logical", Kinds::Integer);
     m["stablehlo.compare"] = check_compare;
     m["stablehlo.is_finite"] = check_is_finite;
     m["stablehlo.select"] = check_select;
@@ -1762,11 +1648,13 @@ class Verifier {
 
   void verify_op(const Operation& op) {
     for (size_t i = 0; i < op.operands.size(); ++i) check_defined(op, i);
+    const ops::OpDef* def = ops::find(op.name);
     auto it = checkers().find(op.name);
-    if (it != checkers().end()) {
+    if (def || it != checkers().end()) {
       OpCheck c(op, module_, *function_);
       view_quantized(op, c);
-      it->second(c);
+      if (def) check_counts(c, *def);
+      if (it != checkers().end()) it->second(c);
     }
     for (const auto& r : op.regions)
       for (const auto& b : r->blocks) verify_block(*b);
