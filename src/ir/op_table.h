@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "ir/op_syntax.h"
@@ -245,6 +246,24 @@ constexpr const OpDef* find(std::string_view name) {
   for (const auto& d : kOps)
     if (d.name == name) return &d;
   return nullptr;
+}
+
+// The VHLO name (without its _vN) of op `name`, how the bytecode writer finds its versions in
+// bytecode/vhlo_ops.inc: stablehlo.<op> is vhlo.<op>_vN, func.return and stablehlo.return are
+// vhlo.return_v1, func.call is vhlo.call_v1; empty for an op of another dialect.
+constexpr std::string_view vhlo_base(std::string_view name) {
+  if (name == "func.return" || name == "stablehlo.return") return "return";
+  if (name == "func.call") return "call";
+  if (name.starts_with("stablehlo.")) return name.substr(10);
+  return {};
+}
+
+// The op the bytecode reader makes of VHLO's `base`, vhlo_base's inverse (vhlo.return is
+// func.return in a function's body, stablehlo.return in an op's region).
+inline std::string from_vhlo_base(std::string_view base, bool in_func_body) {
+  if (base == "return") return in_func_body ? "func.return" : "stablehlo.return";
+  if (base == "call") return "func.call";
+  return "stablehlo." + std::string(base);
 }
 
 }  // namespace cujax::ir::ops

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "../asm_util.h"
+#include "../op_table.h"
 #include "container.h"
 #include "cujax/core/error.h"
 #include "cujax/ir/bytecode.h"
@@ -627,10 +628,7 @@ class Emitter {
     if (!info)
       fail(op, "unknown VHLO op (newest StableHLO cujax knows: " +
                    std::string(bytecode::newest_known_stablehlo_version()) + ")");
-    const std::string b = base_name(op.name);
-    if (b == "return") return in_func_body ? "func.return" : "stablehlo.return";
-    if (b == "call") return "func.call";
-    return "stablehlo." + b;
+    return ops::from_vhlo_base(base_name(op.name), in_func_body);
   }
 
   void op_text(const BOp& op, bool in_func_body, std::string& out, const std::string& indent,

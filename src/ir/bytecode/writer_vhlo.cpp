@@ -11,6 +11,7 @@
 #include <set>
 
 #include "../asm_util.h"
+#include "../op_table.h"
 #include "cujax/core/dynamic_shape.h"
 #include "cujax/core/error.h"
 #include "cujax/ir/bytecode.h"
@@ -520,13 +521,6 @@ class ToVhlo {
     return chosen;
   }
 
-  static std::string base_name(const Operation& op) {
-    if (op.name == "func.return" || op.name == "stablehlo.return") return "return";
-    if (op.name == "func.call") return "call";
-    if (starts_with(op.name, "stablehlo.")) return op.name.substr(10);
-    return "";
-  }
-
   static std::vector<int64_t> field_ints(const Attribute* s, const char* n) {
     const Attribute* f = s ? s->field(n) : nullptr;
     return f ? as_ints(*f) : std::vector<int64_t>{};
@@ -711,7 +705,7 @@ class ToVhlo {
   NodeP loc(const std::string& text) { return location(text, aliases_, nodes_); }
 
   WOp operation(const Operation& op) {
-    const std::string b = base_name(op);
+    const std::string b(ops::vhlo_base(op.name));
     if (b.empty()) fail(op, op.name + " is not a StableHLO op that VHLO holds");
     const VhloOpInfo* info = version_of(op, b);
     WOp w;
