@@ -654,7 +654,7 @@ TEST(SymbolicDims, InconsistentCallsGiveJaxsMessages) {
 // A JAX export with symbolic in_avals (built by flatc from JSON): f(x: f32[b], y: f32[b]) = x + y
 // and g(x: f32[2*b]) = x * x, called at consistent and inconsistent sizes.
 Exported symbolic_export(const std::string& name, const std::string& main_text,
-                         const std::vector<std::string>& avals) {
+                         const std::vector<std::string>& avals, const std::string& extra = "") {
   const std::string module =
       ir::write_bytecode(*ir::parse_module(main_text), ir::default_portable_artifact_target());
   std::string bytes, in_avals, leaves;
@@ -675,7 +675,7 @@ Exported symbolic_export(const std::string& name, const std::string& main_text,
       leaves + "]}, {\"kind\": \"dict\"}]}, \"in_avals\": [" + in_avals +
       "], \"out_tree\": {\"kind\": \"leaf\"}, \"out_avals\": [{\"shape\": [\"" + avals[0] +
       "\"], \"dtype\": \"f32\"}], \"platforms\": [\"cpu\"], \"mlir_module_serialized\": [" + bytes +
-      "], \"calling_convention_version\": 9, \"module_kept_var_idx\": [" + kept + "]}";
+      "], \"calling_convention_version\": 9, \"module_kept_var_idx\": [" + kept + "]" + extra + "}";
   const fs::path tmp = scratch("symbolic_" + name);
   write_file(tmp / (name + ".json"), json_text);
   EXPECT_EQ(flatc("--binary -o " + tmp.string() + " " + kSchema.string() + " " +
@@ -715,6 +715,43 @@ TEST(SymbolicDims, ExportedChecksItsInputsAgainstTheSymbolicAvals) {
   const std::string odd = error_of([&] { square.call_flat({x3}); });
   EXPECT_NE(odd.find("Division had remainder 1 when computing the value of 'b'"), std::string::npos)
       << odd;
+}
+
+// JAX's convention for ordered effects: @main takes a token after the platform index and returns
+// one before its results; the call makes and drops them.
+const char* kWithEffectToken =
+    R"(func.func public @main(%arg0: !stablehlo.token, %arg1: tensor<3xf32>) -> (!stablehlo.token, tensor<3xf32>) {
+  %0:2 = call @_wrapped_jax_export_main(%arg0, %arg1) : (!stablehlo.token, tensor<3xf32>) -> (!stablehlo.token, tensor<3xf32>)
+  return %0#0, %0#1 : !stablehlo.token, tensor<3xf32>
+}
+func.func private @_wrapped_jax_export_main(%arg0: !stablehlo.token, %arg1: tensor<3xf32>) -> (!stablehlo.token, tensor<3xf32>) {
+  %0 = stablehlo.multiply %arg1, %arg1 : tensor<3xf32>
+  %1:2 = stablehlo.optimization_barrier %arg0, %0 : !stablehlo.token, tensor<3xf32>
+  %2 = stablehlo.after_all %1#0 : !stablehlo.token
+  %3 = stablehlo.add %1#1, %arg1 : tensor<3xf32>
+  return %2, %3 : !stablehlo.token, tensor<3xf32>
+})";
+
+TEST(JaxExport, OrderedEffectsTokensAreMadeAndDroppedByTheCall) {
+  const Exported e =
+      symbolic_export("effects", kWithEffectToken, {"3"},
+                      ", \"ordered_effects\": [{\"type_name\": \"ForTestingOrderedEffect1()\"}]");
+  ASSERT_EQ(e.jax()->ordered_effects.size(), 1u);
+  const Array x = array(HostTensor::from_vector<float>({1, -2, 0.5f}, Shape{3}));
+  const auto out = e.call_flat({x});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{2, 2, 0.75f}));  // x*x + x
+  // Two effects recorded for a module that passes one token: refused naming the count.
+  const std::string two = error_of([] {
+    symbolic_export(
+        "effects2", kWithEffectToken, {"3"},
+        ", \"ordered_effects\": [{\"type_name\": \"E1()\"}, {\"type_name\": \"E2()\"}]");
+  });
+  EXPECT_NE(two.find("2 effect tokens"), std::string::npos) << two;
+  // A bare module with tokens, as `cujax run` calls one (Exported::from_module): its arrays only.
+  const Exported bare = Exported::from_module(kWithEffectToken);
+  ASSERT_EQ(bare.in_avals().size(), 1u);
+  EXPECT_EQ(bare.call_flat({x})[0].to_vector<float>(), (std::vector<float>{2, 2, 0.75f}));
 }
 
 }  // namespace

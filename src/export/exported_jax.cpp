@@ -130,9 +130,6 @@ Exported Exported::from_jax(std::string_view bytes, const std::string& what) {
   e.platforms_ = s->platforms;
   e.nr_devices_ = static_cast<int>(std::min<uint32_t>(s->nr_devices, 1u << 30));
   if (e.platforms_.empty()) throw Error(what + ": the export names no platforms");
-  if (!s->ordered_effects.empty())
-    throw Error(what + ": ordered effects (" + s->ordered_effects[0] +
-                ") take tokens cujax does not pass; reading them works (jax_export::deserialize)");
   // in_tree is ((args...), {kwargs...}); paths follow it.
   std::vector<std::string> in_paths, out_paths;
   const PyTreeDef& in = s->in_tree;
@@ -176,10 +173,14 @@ Exported Exported::from_jax(std::string_view bytes, const std::string& what) {
     e.platform_index_dtype_ = args[0].dtype;
     want.push_back(args[0]);
   }
+  // Since calling convention version 9, one token per ordered effect follows the platform index
+  // and leads the results; the call makes and drops them (compiler::drop_main_tokens).
+  const size_t tokens = s->calling_convention_version >= 9 ? s->ordered_effects.size() : 0;
+  for (size_t i = 0; i < tokens; ++i) want.push_back(ir::Type::token());
   for (int k : e.kept_)
     want.push_back(ir::Type::tensor(e.in_[static_cast<size_t>(k)].aval.shape,
                                     e.in_[static_cast<size_t>(k)].aval.dtype));
-  std::vector<ir::Type> outs;
+  std::vector<ir::Type> outs(tokens, ir::Type::token());
   for (const auto& l : e.out_) outs.push_back(ir::Type::tensor(l.aval.shape, l.aval.dtype));
   auto same = [](const std::vector<ir::Type>& a, const std::vector<ir::Type>& b) {
     if (a.size() != b.size()) return false;
@@ -190,8 +191,9 @@ Exported Exported::from_jax(std::string_view bytes, const std::string& what) {
   };
   if (!same(args, want))
     throw Error(what + ": @main takes " + types_text(args) + ", but the export records " +
-                types_text(want) + " (platform index, then inputs " +
-                std::to_string(e.kept_.size()) + " of " + std::to_string(e.in_.size()) + " kept)");
+                types_text(want) + " (platform index, then " + std::to_string(tokens) +
+                " effect tokens, then inputs " + std::to_string(e.kept_.size()) + " of " +
+                std::to_string(e.in_.size()) + " kept)");
   if (!same(main->result_types, outs))
     throw Error(what + ": @main returns " + types_text(main->result_types) +
                 ", but the export records " + types_text(outs));
