@@ -65,7 +65,7 @@ ExportedLeaf leaf_of(const jax_export::AbstractValue& a, const std::string& path
     for (const auto& d : a.shape) {
       const bool digits = !d.empty() && std::all_of(d.begin(), d.end(),
                                                     [](char c) { return c >= '0' && c <= '9'; });
-      if (!digits) jax_export::parse_dim_expr(d);  // refuses what cujax cannot solve, naming it
+      if (!digits) jax_export::parse_dim_expr(d);  // refuses what cujax cannot read, naming it
       shape->push_back(digits ? std::stoll(d) : kDynamicDim);
     }
   }
