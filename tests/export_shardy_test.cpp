@@ -118,6 +118,14 @@ TEST(SdyShardingToHlo, BadShardingsAreRefusedNamingWhy) {
   refused(R"(<@mesh, [{"x"}, {}]>)", 2, 8, "has 4 devices but the program 8");
   refused(R"(<@mesh, [{"x":(1)3}, {}]>)", 2, 4, "does not divide");
   refused(R"(<@mesh, [{"x"}, {}>)", 2, 4, "offset");
+  const auto m8 = mesh(R"(<["x"=8]>)");
+  try {
+    compiler::sdy_sharding_to_hlo(R"(<@mesh, [{"x":(1)2}, {"x":(1)4}]>)", m8, 2, 8);
+    ADD_FAILURE() << "overlapping sub-axes were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the axes overlap"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(compiler::parse_sdy_mesh(R"(<["x"=1048576, "y"=4]>)"), Error);
 }
 
 // ---- Programs ----
@@ -306,6 +314,22 @@ TEST_F(ExportShardy, ManualComputationsRunTheirBodyPerShard) {
         expect_same(got.out[0], want.out[0], 1e-6, 1e-7, "tanh");
         expect_same(got.out[1], want.out[1], 1e-5, 1e-6, "column sums");
       }
+}
+
+TEST_F(ExportShardy, ManualBodiesOfTheWrongShardShapeAreRefused) {
+  for (const char* form : {"sdy", "round-trip", "gspmd"}) {
+    std::string t = manual_module(form, 4, false);
+    replace_all(t, "tensor<2x4xf32>", "tensor<4x4xf32>");  // the shard of 2 devices, not 4
+    SCOPED_TRACE(t);
+    try {
+      run(t, {values({8, 4}, 0.3f, -1.5f)});
+      ADD_FAILURE() << "a body on 4x4 shards of an 8x4 value split 4 ways ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is tensor<2x4xf32>, not tensor<4x4xf32>"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST_F(ExportShardy, PartlyManualComputationsAreRefused) {

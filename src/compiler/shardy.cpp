@@ -88,6 +88,8 @@ class Scanner {
   size_t pos_ = 0;
 };
 
+constexpr int64_t kMaxDevices = int64_t{1} << 20;
+
 SdyMesh read_mesh(Scanner& sc) {  // <["x"=2, ...], device_ids=[...]>
   SdyMesh m;
   sc.expect('<');
@@ -98,6 +100,8 @@ SdyMesh read_mesh(Scanner& sc) {  // <["x"=2, ...], device_ids=[...]>
       sc.expect('=');
       const int64_t size = sc.integer();
       if (size < 1) sc.fail("axis " + axis + " has size 0");
+      if (m.size() > kMaxDevices / size)
+        sc.fail("the mesh has more than " + std::to_string(kMaxDevices) + " devices");
       m.axes.emplace_back(std::move(axis), size);
     } while (sc.consume(','));
     sc.expect(']');
@@ -232,6 +236,12 @@ HloSharding read_sharding(Scanner& sc, const std::map<std::string, SdyMesh>& mes
     }
   const int64_t tiles =
       std::accumulate(h.tiles.begin(), h.tiles.end(), int64_t{1}, std::multiplies<>());
+  // Overlapping sub-axes ("x":(1)2 with "x":(1)4) give some tiles to no device.
+  std::map<std::vector<int64_t>, int64_t> count;
+  for (const auto& t : tile) ++count[t];
+  if (static_cast<int64_t>(count.size()) != tiles)
+    sc.fail("the axes overlap: " + std::to_string(tiles) + " tiles but " +
+            std::to_string(count.size()) + " are held");
   h.replicas = n / tiles;
   // Row-major over [tiles..., replicas]: positions sorted by tile, then by position.
   std::vector<int64_t> order(static_cast<size_t>(n));
