@@ -148,7 +148,9 @@ const char* kSdyDialect =
   func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %arg1: tensor<4x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>}) -> (tensor<8x6xf32>, tensor<6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
     %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x4xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
     %c = sdy.sharding_constraint %0 <@mesh, [{"y"}, {"x"}]> : tensor<8x6xf32>
-    %1 = stablehlo.tanh %c : tensor<8x6xf32>
+    %b = sdy.propagation_barrier %c allowed_direction=BACKWARD : tensor<8x6xf32>
+    sdy.sharding_group %b group_id=0 : tensor<8x6xf32>
+    %1 = stablehlo.tanh %b : tensor<8x6xf32>
     %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>
     %2 = stablehlo.reduce(%1 init: %z) applies stablehlo.add across dimensions = [0] : (tensor<8x6xf32>, tensor<f32>) -> tensor<6xf32>
     return %1, %2 : tensor<8x6xf32>, tensor<6xf32>
@@ -186,6 +188,8 @@ TEST_F(ExportShardy, SdyDialectShardingsArePartitioned) {
   const Outcome r = run(kSdyDialect, {values({8, 4}, 0.25f, -1), values({4, 6}, -0.125f, 0.5f)});
   EXPECT_NE(r.program->text.find("tensor<4x2xf32>"), std::string::npos) << r.program->text;
   EXPECT_EQ(r.program->text.find("sdy.sharding_constraint"), std::string::npos);
+  // The barrier passes the constraint's sharding on (the first result has it), gathering nothing.
+  EXPECT_EQ(r.program->text.find("all_gather"), std::string::npos) << r.program->text;
 }
 
 TEST_F(ExportShardy, SdyDialectOnTwoDevices) {

@@ -408,6 +408,12 @@ class Rewriter {
           map_[op->result(k)] = to_global(b, op->operands[k], it->second, op->result(k)->type);
         }
         retired_.push_back(std::move(op));
+      } else if (op->name == "sdy.propagation_barrier" || target == "xla.sdy.PropagationBarrier" ||
+                 op->name == "sdy.sharding_group" || target == "xla.sdy.ShardingGroup") {
+        // Steer propagation only: the partitioner would otherwise replicate their operands.
+        for (size_t k = 0; k < op->num_results() && k < op->operands.size(); ++k)
+          map_[op->result(k)] = op->operands[k];
+        retired_.push_back(std::move(op));
       } else if (op->name == "sdy.manual_computation") {
         inline_manual(b, std::move(op));
       } else {
