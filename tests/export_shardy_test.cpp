@@ -5,11 +5,14 @@
 // same computation on one device. Manual computations (shard_map) run their body per shard.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "compiler/shardy.h"
 #include "cujax/core/error.h"
+#include "cujax/export.h"
 #include "cujax/ir/parser.h"
 #include "cujax/jit.h"
 #include "cujax/runtime/spmd.h"
@@ -17,6 +20,8 @@
 
 namespace cujax {
 namespace {
+
+namespace fs = std::filesystem;
 
 class ExportShardy : public ::testing::Test {
  protected:
@@ -334,6 +339,51 @@ TEST_F(ExportShardy, ManualBodiesOfTheWrongShardShapeAreRefused) {
           << e.what();
     }
   }
+}
+
+// JAX's own Shardy exports (jax-backcompat's export_with_* serializations for 2 devices): the
+// shardings the partitioner derives from their modules' #sdy.sharding attributes must be the
+// HloShardings JAX recorded beside them in the flatbuffer.
+TEST_F(ExportShardy, JaxShardyExportsPartitionAsJaxRecorded) {
+  const char* env = std::getenv("CUJAX_SHARED_DIR");
+  const fs::path dir = fs::path(env && *env ? env : CUJAX_DEFAULT_SHARED_DIR) / "interop" /
+                       "jax-backcompat" / "cases";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir << " (set CUJAX_SHARED_DIR)";
+  int checked = 0, sharded = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("export_with_", 0) != 0) continue;
+    const Exported e = Exported::load((entry.path() / "exported.flatbuffer").string());
+    if (e.mlir_module().find("sdy.sharding") == std::string::npos) continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    const auto module = ir::parse_module(e.mlir_module());
+    const size_t offset = e.platforms().size() > 1 ? 1 : 0;  // the platform index
+    const auto args = module->lookup("main")->arg_types();
+    const auto program = trace::compile_module(ir::parse_module(e.mlir_module()), "cpu",
+                                               std::vector<bool>(args.size(), false));
+    const auto& kept = e.jax()->module_kept_var_idx;
+    const auto in = e.in_shardings_hlo(), out = e.out_shardings_hlo();
+    ASSERT_EQ(program->in_shardings.size(), offset + kept.size());
+    for (size_t j = 0; j < kept.size(); ++j) {
+      const std::string& want = in.at(static_cast<size_t>(kept[j]));
+      if (want.empty()) continue;  // unspecified
+      const HloSharding got = program->in_shardings[offset + j];
+      EXPECT_EQ(got, HloSharding::parse(want, args[offset + j].rank(), e.nr_devices()))
+          << "input " << kept[j] << ": " << got.str() << " vs JAX's " << want;
+      sharded += !got.is_replicated();
+    }
+    ASSERT_EQ(program->out_shardings.size(), out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].empty()) continue;
+      const HloSharding got = program->out_shardings[i];
+      EXPECT_EQ(got,
+                HloSharding::parse(out[i], static_cast<int64_t>(got.tiles.size()), e.nr_devices()))
+          << "output " << i << ": " << got.str() << " vs JAX's " << out[i];
+      sharded += !got.is_replicated();
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no export_with_* case with Shardy shardings in " << dir;
+  EXPECT_GT(sharded, 0) << "every recorded sharding was replicated: nothing was checked";
 }
 
 TEST_F(ExportShardy, PartlyManualComputationsAreRefused) {
