@@ -608,9 +608,56 @@ TEST(SymbolicDims, ParsesSumsOfProducts) {
   EXPECT_EQ(parse_dim_expr("c*b + 2").variables(), (std::vector<std::string>{"b", "c"}));
   for (const char* bad : {"", "b +", "2**b", "(b", "b)", "b $ 1"})
     EXPECT_THROW(parse_dim_expr(bad), Error) << bad;
-  const std::string op = error_of([] { parse_dim_expr("floordiv(b, 2)"); });
-  EXPECT_NE(op.find("floordiv(...) is not supported"), std::string::npos) << op;
-  EXPECT_NE(op.find("'floordiv(b, 2)'"), std::string::npos) << op;
+  const std::string op = error_of([] { parse_dim_expr("log(b)"); });
+  EXPECT_NE(op.find("unknown operator log(...)"), std::string::npos) << op;
+  EXPECT_NE(op.find("'log(b)'"), std::string::npos) << op;
+}
+
+// JAX's floordiv, mod, max, min and non_negative, as Python's // and % round (toward negative
+// infinity), against values worked out by hand.
+TEST(SymbolicDims, FloordivModMaxMinEvaluate) {
+  using jax_export::parse_dim_expr;
+  const std::map<std::string, int64_t> b7 = {{"b", 7}, {"c", 3}};
+  EXPECT_EQ(parse_dim_expr("b // 2").evaluate(b7), 3);
+  EXPECT_EQ(parse_dim_expr("floordiv(b, 2)").evaluate(b7), 3);
+  EXPECT_EQ(parse_dim_expr("b % 3").evaluate(b7), 1);
+  EXPECT_EQ(parse_dim_expr("mod(b, c)").evaluate(b7), 1);
+  EXPECT_EQ(parse_dim_expr("b // c * 2 + b % c").evaluate(b7), 5);
+  EXPECT_EQ(parse_dim_expr("2*(b // 2) + b % 2").evaluate(b7), 7);
+  EXPECT_EQ(parse_dim_expr("max(b, 10)").evaluate(b7), 10);
+  EXPECT_EQ(parse_dim_expr("min(b, 10)").evaluate(b7), 7);
+  EXPECT_EQ(parse_dim_expr("non_negative(b - 10)").evaluate(b7), 0);
+  EXPECT_EQ(parse_dim_expr("non_negative(b - 4)").evaluate(b7), 3);
+  EXPECT_EQ(parse_dim_expr("(2 - b) // 2").evaluate(b7), -3);  // -5 // 2
+  EXPECT_EQ(parse_dim_expr("(2 - b) % 3").evaluate(b7), 1);    // -5 % 3
+  EXPECT_EQ(parse_dim_expr("b % (0 - 3)").evaluate(b7), -2);   // 7 % -3
+  // Constants fold; the two spellings are one factor; variables inside operators count.
+  EXPECT_EQ(parse_dim_expr("7 // 2 + 7 % 2").str(), "4");
+  EXPECT_TRUE(parse_dim_expr("b // 2 - floordiv(b, 2)").terms.empty());
+  EXPECT_EQ(parse_dim_expr("b // c + 1").variables(), (std::vector<std::string>{"b", "c"}));
+  const std::string zero = error_of([] {
+    parse_dim_expr("b // (c - 3)").evaluate({{"b", 1}, {"c", 3}});
+  });
+  EXPECT_NE(zero.find("division by zero"), std::string::npos) << zero;
+  EXPECT_THROW(parse_dim_expr("1 // 0"), Error);
+  const std::string arity = error_of([] { parse_dim_expr("floordiv(b)"); });
+  EXPECT_NE(arity.find("floordiv takes 2 operands, not 1"), std::string::npos) << arity;
+}
+
+TEST(SymbolicDims, OperatorDimensionsAreCheckedNotSolved) {
+  using jax_export::solve_dimension_vars;
+  EXPECT_EQ(solve_dimension_vars({{"args[0]", {"b", "b // 2", "b % 3"}, {7, 3, 1}}}).at("b"), 7);
+  const std::string wrong = error_of([] {
+    solve_dimension_vars({{"args[0]", {"b", "b // 2"}, {7, 4}}});
+  });
+  EXPECT_NE(wrong.find("Found inconsistency between dimension size args[0].shape[1] (= 4) and the "
+                       "specification 'b // 2' (= 3)"),
+            std::string::npos)
+      << wrong;
+  // b only under an operator: JAX does not solve it from there either.
+  const std::string alone = error_of([] { solve_dimension_vars({{"args[0]", {"b // 2"}, {3}}}); });
+  EXPECT_NE(alone.find("Cannot solve for values of dimension variables 'b'"), std::string::npos)
+      << alone;
 }
 
 TEST(SymbolicDims, SolvesVariablesFromShapes) {
@@ -654,7 +701,7 @@ TEST(SymbolicDims, InconsistentCallsGiveJaxsMessages) {
 // A JAX export with symbolic in_avals (built by flatc from JSON): f(x: f32[b], y: f32[b]) = x + y
 // and g(x: f32[2*b]) = x * x, called at consistent and inconsistent sizes.
 Exported symbolic_export(const std::string& name, const std::string& main_text,
-                         const std::vector<std::string>& avals) {
+                         const std::vector<std::string>& avals, const std::string& extra = "") {
   const std::string module =
       ir::write_bytecode(*ir::parse_module(main_text), ir::default_portable_artifact_target());
   std::string bytes, in_avals, leaves;
@@ -675,7 +722,7 @@ Exported symbolic_export(const std::string& name, const std::string& main_text,
       leaves + "]}, {\"kind\": \"dict\"}]}, \"in_avals\": [" + in_avals +
       "], \"out_tree\": {\"kind\": \"leaf\"}, \"out_avals\": [{\"shape\": [\"" + avals[0] +
       "\"], \"dtype\": \"f32\"}], \"platforms\": [\"cpu\"], \"mlir_module_serialized\": [" + bytes +
-      "], \"calling_convention_version\": 9, \"module_kept_var_idx\": [" + kept + "]}";
+      "], \"calling_convention_version\": 9, \"module_kept_var_idx\": [" + kept + "]" + extra + "}";
   const fs::path tmp = scratch("symbolic_" + name);
   write_file(tmp / (name + ".json"), json_text);
   EXPECT_EQ(flatc("--binary -o " + tmp.string() + " " + kSchema.string() + " " +
@@ -715,6 +762,60 @@ TEST(SymbolicDims, ExportedChecksItsInputsAgainstTheSymbolicAvals) {
   const std::string odd = error_of([&] { square.call_flat({x3}); });
   EXPECT_NE(odd.find("Division had remainder 1 when computing the value of 'b'"), std::string::npos)
       << odd;
+
+  // f(x: f32[b], y: f32[b // 2]) = x * x: y's length is checked against b's.
+  const Exported halves = symbolic_export(
+      "halves", R"(func.func @main(%arg0: tensor<?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = stablehlo.multiply %arg0, %arg0 : tensor<?xf32>
+  return %0 : tensor<?xf32>
+})",
+      {"b", "b // 2"});
+  const Array x5 = array(HostTensor::from_vector<float>({1, -2, 3, 0.5f, 2}, Shape{5}));
+  const Array y2 = array(HostTensor::from_vector<float>({7, 8}, Shape{2}));
+  EXPECT_EQ(halves.call_flat({x5, y2})[0].to_vector<float>(),
+            (std::vector<float>{1, 4, 9, 0.25f, 4}));
+  const std::string half = error_of([&] { halves.call_flat({x5, y3}); });
+  EXPECT_NE(half.find("Found inconsistency between dimension size args[1].shape[0] (= 3) and the "
+                      "specification 'b // 2' (= 2)"),
+            std::string::npos)
+      << half;
+}
+
+// JAX's convention for ordered effects: @main takes a token after the platform index and returns
+// one before its results; the call makes and drops them.
+const char* kWithEffectToken =
+    R"(func.func public @main(%arg0: !stablehlo.token, %arg1: tensor<3xf32>) -> (!stablehlo.token, tensor<3xf32>) {
+  %0:2 = call @_wrapped_jax_export_main(%arg0, %arg1) : (!stablehlo.token, tensor<3xf32>) -> (!stablehlo.token, tensor<3xf32>)
+  return %0#0, %0#1 : !stablehlo.token, tensor<3xf32>
+}
+func.func private @_wrapped_jax_export_main(%arg0: !stablehlo.token, %arg1: tensor<3xf32>) -> (!stablehlo.token, tensor<3xf32>) {
+  %0 = stablehlo.multiply %arg1, %arg1 : tensor<3xf32>
+  %1:2 = stablehlo.optimization_barrier %arg0, %0 : !stablehlo.token, tensor<3xf32>
+  %2 = stablehlo.after_all %1#0 : !stablehlo.token
+  %3 = stablehlo.add %1#1, %arg1 : tensor<3xf32>
+  return %2, %3 : !stablehlo.token, tensor<3xf32>
+})";
+
+TEST(JaxExport, OrderedEffectsTokensAreMadeAndDroppedByTheCall) {
+  const Exported e =
+      symbolic_export("effects", kWithEffectToken, {"3"},
+                      ", \"ordered_effects\": [{\"type_name\": \"ForTestingOrderedEffect1()\"}]");
+  ASSERT_EQ(e.jax()->ordered_effects.size(), 1u);
+  const Array x = array(HostTensor::from_vector<float>({1, -2, 0.5f}, Shape{3}));
+  const auto out = e.call_flat({x});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{2, 2, 0.75f}));  // x*x + x
+  // Two effects recorded for a module that passes one token: refused naming the count.
+  const std::string two = error_of([] {
+    symbolic_export(
+        "effects2", kWithEffectToken, {"3"},
+        ", \"ordered_effects\": [{\"type_name\": \"E1()\"}, {\"type_name\": \"E2()\"}]");
+  });
+  EXPECT_NE(two.find("2 effect tokens"), std::string::npos) << two;
+  // A bare module with tokens, as `cujax run` calls one (Exported::from_module): its arrays only.
+  const Exported bare = Exported::from_module(kWithEffectToken);
+  ASSERT_EQ(bare.in_avals().size(), 1u);
+  EXPECT_EQ(bare.call_flat({x})[0].to_vector<float>(), (std::vector<float>{2, 2, 0.75f}));
 }
 
 }  // namespace

@@ -155,8 +155,9 @@ class Exported {
   // from nn.dot_product_attention(implementation="cudnn")); empty for a portable artifact.
   std::vector<std::string> cujax_custom_calls() const;
   // Devices the function was exported for: 1 for cujax's artifacts; JAX's record theirs. A JAX
-  // export for several devices whose module only annotates shardings runs on one device with the
-  // same results; one whose module communicates between devices is refused when compiled.
+  // export whose module is partitioned over them (mhlo.num_partitions, GSPMD or Shardy shardings,
+  // manual computations included) runs partitioned on that many devices; one for several devices
+  // that is not, but communicates between them, is refused when compiled.
   int nr_devices() const { return nr_devices_; }
   // What a jax.export serialization records beyond the fields above (null for cujax's own).
   const jax_export::Serialized* jax() const { return jax_.get(); }

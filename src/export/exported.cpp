@@ -12,6 +12,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "compiler/effect_tokens.h"
 #include "compiler/refine_shapes.h"
 #include "cujax/core/dynamic_shape.h"
 #include "cujax/core/json.h"
@@ -42,6 +43,12 @@ namespace {
 
 constexpr std::string_view kMagic = "cujax-exported ";
 
+// The module as cujax calls it: ordered effects' tokens made and dropped inside (JAX's callers
+// pass and receive them; cujax's pass arrays only).
+std::unique_ptr<ir::Module> module_without_tokens(const std::string& text) {
+  return compiler::drop_main_tokens(trace::reparse(text));
+}
+
 std::string avals_text(const std::vector<ExportedLeaf>& leaves) {
   std::string s = "(";
   for (size_t i = 0; i < leaves.size(); ++i)
@@ -55,7 +62,7 @@ std::string list_text(const std::vector<std::string>& v) {
   return s + "]";
 }
 
-// The text's @main must take and return exactly the recorded abstract values.
+// The text's @main must take and return exactly the recorded abstract values (and tokens).
 void check_signature(const std::string& name, const std::string& text,
                      const std::vector<ExportedLeaf>& in, const std::vector<ExportedLeaf>& out) {
   std::unique_ptr<ir::Module> module;
@@ -68,8 +75,10 @@ void check_signature(const std::string& name, const std::string& text,
   }
   const ir::Function* main = module->lookup("main");
   if (!main) throw Error("exported " + name + ": the module has no @main");
-  auto check = [&](const char* what, const std::vector<ir::Type>& types,
+  auto check = [&](const char* what, std::vector<ir::Type> types,
                    const std::vector<ExportedLeaf>& leaves) {
+    // Ordered effects' tokens are made and dropped by the call (module_without_tokens).
+    std::erase_if(types, [](const ir::Type& t) { return t.is_token; });
     bool same = types.size() == leaves.size();
     for (size_t i = 0; same && i < types.size(); ++i)
       same = shape_fits(leaves[i].aval.shape, types[i].shape) &&
@@ -362,7 +371,8 @@ Exported Exported::from_module(std::string_view module, const std::string& what)
     std::vector<ExportedLeaf> out;
     for (size_t i = 0; i < types.size(); ++i) {
       const std::string path = std::string(prefix) + "[" + std::to_string(i) + "]";
-      if (types[i].is_token || types[i].is_quantized())
+      if (types[i].is_token) continue;  // an ordered effect's: made and dropped by the call
+      if (types[i].is_quantized())
         throw Error("@main's " + path + " is not an array cujax can pass (" + types[i].str() + ")");
       out.push_back({path, ShapeDtype{types[i].shape, types[i].dtype, false}});
     }
@@ -430,12 +440,12 @@ void Exported::compile_for(std::string platform, std::string lowering) const {
   }
   if (jax_ && nr_devices_ > 1) export_detail::check_single_device(fun_name_, text_, nr_devices_);
   const size_t module_inputs_count = (platform_index_ ? 1 : 0) + (jax_ ? kept_.size() : in_.size());
-  if (compiler::has_dynamic_shapes(*trace::reparse(text_))) {  // compiled per input shapes
+  if (compiler::has_dynamic_shapes(*module_without_tokens(text_))) {  // compiled per input shapes
     cache_->lowering_index = index;
     cache_->polymorphic_platform = chosen;
     return;
   }
-  auto program = trace::compile_module(trace::reparse(text_), chosen,
+  auto program = trace::compile_module(module_without_tokens(text_), chosen,
                                        std::vector<bool>(module_inputs_count, false));
   cache_->lowering_index = index;
   for (size_t i = 0; i < out_.size() && i < program->out_avals.size(); ++i)
@@ -461,9 +471,9 @@ std::shared_ptr<const trace::CompiledProgram> Exported::program_for(
   for (const Array& a : args) shapes.push_back(a.shape());
   std::shared_ptr<const trace::CompiledProgram>& p = cache_->by_shapes[shapes];
   if (!p) {
-    auto program =
-        trace::compile_module(compiler::refine_polymorphic_shapes(*trace::reparse(text_), shapes),
-                              cache_->polymorphic_platform, std::vector<bool>(args.size(), false));
+    auto program = trace::compile_module(
+        compiler::refine_polymorphic_shapes(*module_without_tokens(text_), shapes),
+        cache_->polymorphic_platform, std::vector<bool>(args.size(), false));
     for (size_t i = 0; i < out_.size() && i < program->out_avals.size(); ++i)
       program->out_avals[i].weak_type = out_[i].aval.weak_type;
     p = std::move(program);

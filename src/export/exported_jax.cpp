@@ -10,6 +10,7 @@
 #include "cujax/ir/parser.h"
 #include "export/jax_convention.h"
 #include "export/symbolic_dims.h"
+#include "sharding/partition.h"
 
 namespace cujax {
 
@@ -64,7 +65,7 @@ ExportedLeaf leaf_of(const jax_export::AbstractValue& a, const std::string& path
     for (const auto& d : a.shape) {
       const bool digits = !d.empty() && std::all_of(d.begin(), d.end(),
                                                     [](char c) { return c >= '0' && c <= '9'; });
-      if (!digits) jax_export::parse_dim_expr(d);  // refuses what cujax cannot solve, naming it
+      if (!digits) jax_export::parse_dim_expr(d);  // refuses what cujax cannot read, naming it
       shape->push_back(digits ? std::stoll(d) : kDynamicDim);
     }
   }
@@ -109,6 +110,9 @@ void check_single_device(const std::string& name, const std::string& text, int n
     }
   };
   const auto module = ir::parse_module(text);
+  // A module partitioned over the devices it was exported for runs on that many, its manual
+  // computations (shard_map) and their collectives per shard.
+  if (sharding::num_partitions(*module) == nr_devices) return;
   for (const auto& f : module->functions)
     for (const auto& blk : f->body.blocks) walk(*blk);
   if (!found.empty())
@@ -126,9 +130,6 @@ Exported Exported::from_jax(std::string_view bytes, const std::string& what) {
   e.platforms_ = s->platforms;
   e.nr_devices_ = static_cast<int>(std::min<uint32_t>(s->nr_devices, 1u << 30));
   if (e.platforms_.empty()) throw Error(what + ": the export names no platforms");
-  if (!s->ordered_effects.empty())
-    throw Error(what + ": ordered effects (" + s->ordered_effects[0] +
-                ") take tokens cujax does not pass; reading them works (jax_export::deserialize)");
   // in_tree is ((args...), {kwargs...}); paths follow it.
   std::vector<std::string> in_paths, out_paths;
   const PyTreeDef& in = s->in_tree;
@@ -172,10 +173,14 @@ Exported Exported::from_jax(std::string_view bytes, const std::string& what) {
     e.platform_index_dtype_ = args[0].dtype;
     want.push_back(args[0]);
   }
+  // Since calling convention version 9, one token per ordered effect follows the platform index
+  // and leads the results; the call makes and drops them (compiler::drop_main_tokens).
+  const size_t tokens = s->calling_convention_version >= 9 ? s->ordered_effects.size() : 0;
+  for (size_t i = 0; i < tokens; ++i) want.push_back(ir::Type::token());
   for (int k : e.kept_)
     want.push_back(ir::Type::tensor(e.in_[static_cast<size_t>(k)].aval.shape,
                                     e.in_[static_cast<size_t>(k)].aval.dtype));
-  std::vector<ir::Type> outs;
+  std::vector<ir::Type> outs(tokens, ir::Type::token());
   for (const auto& l : e.out_) outs.push_back(ir::Type::tensor(l.aval.shape, l.aval.dtype));
   auto same = [](const std::vector<ir::Type>& a, const std::vector<ir::Type>& b) {
     if (a.size() != b.size()) return false;
@@ -186,8 +191,9 @@ Exported Exported::from_jax(std::string_view bytes, const std::string& what) {
   };
   if (!same(args, want))
     throw Error(what + ": @main takes " + types_text(args) + ", but the export records " +
-                types_text(want) + " (platform index, then inputs " +
-                std::to_string(e.kept_.size()) + " of " + std::to_string(e.in_.size()) + " kept)");
+                types_text(want) + " (platform index, then " + std::to_string(tokens) +
+                " effect tokens, then inputs " + std::to_string(e.kept_.size()) + " of " +
+                std::to_string(e.in_.size()) + " kept)");
   if (!same(main->result_types, outs))
     throw Error(what + ": @main returns " + types_text(main->result_types) +
                 ", but the export records " + types_text(outs));

@@ -7,8 +7,9 @@
 
 namespace cujax::export_detail {
 
-// Throws Error when a module exported for `nr_devices` devices communicates between them, so
-// that running it on one device would not give JAX's results.
+// Throws Error when a module exported for `nr_devices` devices communicates between them but is
+// not partitioned over that many (mhlo.num_partitions), so that running it on one device would
+// not give JAX's results.
 void check_single_device(const std::string& name, const std::string& text, int nr_devices);
 
 // The structure trace::flatten_arguments gives C++ arguments matching JAX's in_tree

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include "cujax/core/error.h"
@@ -13,6 +14,7 @@ namespace {
 using Terms = std::map<std::vector<std::string>, int64_t>;
 
 DimExpr add(DimExpr a, const DimExpr& b, int64_t sign) {
+  a.factors.insert(b.factors.begin(), b.factors.end());
   for (const auto& [m, c] : b.terms) a.terms[m] += sign * c;
   std::erase_if(a.terms, [](const auto& t) { return t.second == 0; });
   return a;
@@ -20,6 +22,8 @@ DimExpr add(DimExpr a, const DimExpr& b, int64_t sign) {
 
 DimExpr mul(const DimExpr& a, const DimExpr& b) {
   DimExpr r;
+  r.factors = a.factors;
+  r.factors.insert(b.factors.begin(), b.factors.end());
   for (const auto& [ma, ca] : a.terms)
     for (const auto& [mb, cb] : b.terms) {
       std::vector<std::string> m = ma;
@@ -31,8 +35,46 @@ DimExpr mul(const DimExpr& a, const DimExpr& b) {
   return r;
 }
 
-// Recursive descent: sum := product (('+'|'-') product)*; product := unary ('*' unary)*;
-// unary := '-' unary | integer | identifier | '(' sum ')'.
+std::optional<int64_t> constant_of(const DimExpr& e) {
+  if (e.terms.empty()) return 0;
+  if (e.terms.size() == 1 && e.terms.begin()->first.empty()) return e.terms.begin()->second;
+  return std::nullopt;
+}
+
+int64_t apply(const std::string& op, const std::vector<int64_t>& x, const std::string& text) {
+  if (op == "non_negative") return std::max<int64_t>(x[0], 0);
+  if (op == "max") return std::max(x[0], x[1]);
+  if (op == "min") return std::min(x[0], x[1]);
+  if (x[1] == 0) throw Error("symbolic dimension " + text + ": division by zero");
+  int64_t q = x[0] / x[1], r = x[0] % x[1];
+  if (r != 0 && ((r < 0) != (x[1] < 0))) {  // Python rounds toward negative infinity
+    --q;
+    r += x[1];
+  }
+  return op == "floordiv" ? q : r;
+}
+
+// op(operands) as a factor, or its value when the operands are constants.
+DimExpr factor(const std::string& op, std::vector<DimExpr> operands) {
+  std::vector<int64_t> values;
+  std::string text = op + "(";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    text += (i ? ", " : "") + operands[i].str();
+    if (auto c = constant_of(operands[i])) values.push_back(*c);
+  }
+  text += ")";
+  DimExpr e;
+  if (values.size() == operands.size()) {
+    if (const int64_t v = apply(op, values, text)) e.terms[{}] = v;
+    return e;
+  }
+  e.terms[{text}] = 1;
+  e.factors[text] = DimExpr::Factor{op, std::move(operands)};
+  return e;
+}
+
+// Recursive descent: sum := product (('+'|'-') product)*; product := unary (('*'|'//'|'%')
+// unary)*; unary := '-' unary | integer | identifier | op '(' sum (',' sum)* ')' | '(' sum ')'.
 class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text) {}
@@ -73,8 +115,19 @@ class Parser {
   }
   DimExpr product() {
     DimExpr e = unary();
-    while (eat('*')) e = mul(e, unary());
-    return e;
+    for (;;) {
+      ws();
+      if (text_.substr(pos_, 2) == "//") {
+        pos_ += 2;
+        e = factor("floordiv", {e, unary()});
+      } else if (eat('%')) {
+        e = factor("mod", {e, unary()});
+      } else if (eat('*')) {
+        e = mul(e, unary());
+      } else {
+        return e;
+      }
+    }
   }
   DimExpr unary() {
     if (eat('-')) return add(DimExpr{}, unary(), -1);
@@ -103,8 +156,20 @@ class Parser {
                                : "unexpected end");
     std::string name(text_.substr(start, pos_ - start));
     ws();
-    if (pos_ < text_.size() && text_[pos_] == '(')
-      fail("the operator " + name + "(...) is not supported (cujax solves sums of products)");
+    if (eat('(')) {
+      const size_t arity = name == "non_negative" ? 1
+                           : name == "floordiv" || name == "mod" || name == "max" || name == "min"
+                               ? 2
+                               : 0;
+      if (arity == 0) fail("unknown operator " + name + "(...)");
+      std::vector<DimExpr> operands{sum()};
+      while (eat(',')) operands.push_back(sum());
+      if (!eat(')')) fail("expected ')'");
+      if (operands.size() != arity)
+        fail(name + " takes " + std::to_string(arity) + " operands, not " +
+             std::to_string(operands.size()));
+      return factor(name, std::move(operands));
+    }
     DimExpr e;
     e.terms[{name}] = 1;
     return e;
@@ -126,7 +191,15 @@ int64_t DimExpr::evaluate(const std::map<std::string, int64_t>& vars) const {
   int64_t r = 0;
   for (const auto& [m, c] : terms) {
     int64_t p = c;
-    for (const auto& v : m) p *= vars.at(v);
+    for (const auto& v : m) {
+      if (auto f = factors.find(v); f != factors.end()) {
+        std::vector<int64_t> x;
+        for (const DimExpr& o : f->second.operands) x.push_back(o.evaluate(vars));
+        p *= apply(f->second.op, x, v);
+      } else {
+        p *= vars.at(v);
+      }
+    }
     r += p;
   }
   return r;
@@ -134,8 +207,30 @@ int64_t DimExpr::evaluate(const std::map<std::string, int64_t>& vars) const {
 
 std::vector<std::string> DimExpr::variables() const {
   std::set<std::string> s;
-  for (const auto& [m, c] : terms) s.insert(m.begin(), m.end());
+  for (const auto& [m, c] : terms)
+    for (const auto& v : m) {
+      if (auto f = factors.find(v); f != factors.end()) {
+        for (const DimExpr& o : f->second.operands)
+          for (const auto& inner : o.variables()) s.insert(inner);
+      } else {
+        s.insert(v);
+      }
+    }
   return {s.begin(), s.end()};
+}
+
+std::string DimExpr::str() const {
+  std::string s;
+  for (const auto& [m, c] : terms) {
+    std::string t;
+    for (const auto& v : m) t += (t.empty() ? "" : "*") + v;
+    if (t.empty())
+      t = std::to_string(c < 0 ? -c : c);
+    else if (c != 1 && c != -1)
+      t = std::to_string(c < 0 ? -c : c) + "*" + t;
+    s += s.empty() ? (c < 0 ? "-" + t : t) : (c < 0 ? " - " : " + ") + t;
+  }
+  return s.empty() ? "0" : s;
 }
 
 DimExpr parse_dim_expr(std::string_view text) {
@@ -182,10 +277,25 @@ std::map<std::string, int64_t> solve_dimension_vars(const std::vector<ShapeSpec>
         int64_t p = c;
         std::vector<std::string> free;
         for (const auto& v : m) {
-          if (auto it = vars.find(v); it != vars.end())
+          if (auto f = d.expr.factors.find(v); f != d.expr.factors.end()) {
+            // An operator's value once its variables are known; never solved for (as in JAX).
+            bool known_operands = true;
+            for (const DimExpr& o : f->second.operands)
+              for (const auto& x : o.variables()) known_operands = known_operands && vars.count(x);
+            if (known_operands) {
+              DimExpr one;
+              one.terms[{v}] = 1;
+              one.factors[v] = f->second;
+              p *= one.evaluate(vars);
+            } else {
+              free.push_back(v);
+              linear = false;
+            }
+          } else if (auto it = vars.find(v); it != vars.end()) {
             p *= it->second;
-          else
+          } else {
             free.push_back(v);
+          }
         }
         if (free.empty()) {
           known += p;

@@ -13,17 +13,28 @@
 
 namespace cujax::jax_export {
 
-// sum of coefficient * product of variables; a monomial is its sorted variables ({} a constant).
+// sum of coefficient * product of factors; a monomial is its sorted factors ({} a constant). A
+// factor is a variable or one of JAX's operators on expressions, named by its canonical text
+// ("floordiv(b, 2)") and described in `factors`.
 struct DimExpr {
+  struct Factor {
+    std::string op;                 // "floordiv", "mod", "max", "min", "non_negative"
+    std::vector<DimExpr> operands;  // 2 (1 for non_negative)
+  };
   std::map<std::vector<std::string>, int64_t> terms;
-  // The value for `vars`; every variable must be bound.
+  std::map<std::string, Factor> factors;
+  // The value for `vars`; every variable must be bound. floordiv and mod round as Python's // and
+  // % do (toward negative infinity); a zero divisor throws Error.
   int64_t evaluate(const std::map<std::string, int64_t>& vars) const;
+  // The variables, those inside operators included.
   std::vector<std::string> variables() const;
+  std::string str() const;  // canonical text: "2*b + floordiv(b, 2) + 1"
 };
 
-// Parses JAX's text of a dimension: integers, variables (identifiers), +, -, * and parentheses.
-// JAX's other operators (floordiv, mod, max, min, non_negative) are refused naming them. Throws
-// Error naming the text and the position.
+// Parses JAX's text of a dimension: integers, variables (identifiers), +, -, *, // and %
+// (floordiv, mod), parentheses and JAX's operators floordiv(e, e), mod(e, e), max(e, e),
+// min(e, e) and non_negative(e). Throws Error naming the text and the position (an unknown
+// operator by its name).
 DimExpr parse_dim_expr(std::string_view text);
 
 // One input's symbolic shape (as in_avals writes it) and the shape the call passes.

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "compiler/chlo_decompose.h"
+#include "compiler/shardy.h"
+#include "cujax/core/error.h"
 
 namespace cujax::sharding {
 
@@ -179,6 +181,16 @@ class Partitioner {
       if (op->name == "stablehlo.custom_call") {
         const Attribute* t = op->attr("call_target_name");
         const Attribute* s = op->attr("mhlo.sharding");
+        if (t && s && op->operands.size() == 1 && op->num_results() == 1) {
+          if (t->text == "Sharding" && s->text == "{manual}") {  // a manual region's edge
+            replaced_[op->result()] = op->operands[0];
+            continue;
+          }
+          if (t->text == "SPMDFullToShardShape" || t->text == "SPMDShardToFullShape") {
+            manual_edge(std::move(op), t->text == "SPMDShardToFullShape");
+            continue;
+          }
+        }
         if (t && t->text == "Sharding" && s && op->operands.size() == 1) {
           Value* x = op->operands[0];
           const HloSharding want = HloSharding::parse(s->text, x->type.rank(), n_);
@@ -193,6 +205,28 @@ class Partitioner {
   }
 
  private:
+  // GSPMD's manual regions (shard_map): SPMDFullToShardShape takes its operand's local shard,
+  // which the ops up to SPMDShardToFullShape use as it is (unsharded values to the partitioner);
+  // SPMDShardToFullShape's mhlo.sharding says how those shards form the global result. Both are
+  // kept, with equal operand and result types, as identities that lower_annotations removes.
+  void manual_edge(std::unique_ptr<Operation> op, bool to_full) {
+    Value* x = op->operands[0];
+    Value* r = op->result();
+    const HloSharding h =
+        to_full ? HloSharding::parse(op->attr("mhlo.sharding")->text, r->type.rank(), n_) : of(x);
+    // The manual side is local; the global side's shard must be that shape.
+    const Type global = to_full ? r->type : global_of(x);
+    const Type manual = to_full ? x->type : r->type;
+    if (local(global, h) != manual)
+      throw UnsupportedError(op->where() + ": the shard of " + global.str() + " under " + h.str() +
+                             " is " + local(global, h).str() + ", not " + manual.str());
+    r->type = manual;
+    if (to_full) sharding_[r] = h;
+    emit(std::move(op));
+  }
+  // The global type of a partitioned value.
+  Type global_of(Value* v) { return global(v->type, of(v)); }
+
   HloSharding annotation(const std::vector<ir::NamedAttribute>* attrs, int64_t rank) const {
     if (attrs)
       for (const auto& a : *attrs)
@@ -757,6 +791,7 @@ PartitionResult partition(ir::Module& module) {
   ir::Function* main = module.lookup("main");
   if (!main) throw Error("partition: module has no @main");
   const int64_t n = num_partitions(module);
+  compiler::shardy_to_gspmd(module, n);
   return Partitioner(*main, n).run();
 }
 

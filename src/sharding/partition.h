@@ -1,6 +1,8 @@
 // The SPMD partitioner: rewrites a module whose @main carries mhlo.sharding attributes (on
-// arguments, results and custom_call @Sharding ops) into one program that every partition runs
-// on its local shards, with collectives where a value's sharding changes.
+// arguments, results and custom_call @Sharding ops; Shardy's #sdy.sharding ones are converted to
+// those first, compiler::shardy_to_gspmd) into one program that every partition runs on its local
+// shards, with collectives where a value's sharding changes. Manual regions (shard_map, between
+// @SPMDFullToShardShape and @SPMDShardToFullShape) run as written on each partition's shards.
 #pragma once
 
 #include "cujax/ir/ir.h"
