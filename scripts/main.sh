@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/preset.sh
 t0=$SECONDS
+echo "main: configuring and building the cujax command (cmake --preset $preset)"
 cmake --preset "$preset" >/dev/null
 # The `cujax` command alone: the tests and benchmarks are scripts/test.sh's to build.
 cmake --build --preset "$preset" -j "$(nproc)" --target cujax_cli
