@@ -101,7 +101,7 @@ std::unique_ptr<Operation> Parser::finish(PendingOp& p) {
       [](const NamedAttribute& a, const NamedAttribute& b) { return a.name < b.name; });
   for (size_t i = 1; i < p.attrs.size(); ++i)
     if (p.attrs[i].name == p.attrs[i - 1].name)
-      fail(p.pos, "duplicate attribute " + quoted(p.attrs[i].name) + " on " + p.name);
+      fail(p.pos, "duplicate attribute " + quoted_text(p.attrs[i].name) + " on " + p.name);
   auto op = std::make_unique<Operation>();
   op->name = std::move(p.name);
   op->operands = std::move(p.operands);
@@ -285,7 +285,7 @@ void Parser::parse_op_into(Block& block) {
       ir::detail::parse_sdy_op(p.name, reader);
     } else if (p.name.find('.') == std::string::npos || p.name == "func.func" ||
                p.name == "module" || p.name == "builtin.module") {
-      fail(name_pos, "unknown operation " + quoted(p.name));
+      fail(name_pos, "unknown operation " + quoted_text(p.name));
     } else {
       ws();
       if ((p.name.rfind("check.", 0) == 0 || p.name.rfind("interpreter.", 0) == 0) &&
@@ -300,7 +300,7 @@ void Parser::parse_op_into(Block& block) {
       } else {
         parse_operand_list(p);
         parse_optional_attr_dict(p.attrs);
-        if (!consume(':')) fail(name_pos, "unknown operation " + quoted(p.name));
+        if (!consume(':')) fail(name_pos, "unknown operation " + quoted_text(p.name));
         parse_chlo_types(p);
       }
     }

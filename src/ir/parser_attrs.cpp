@@ -143,7 +143,7 @@ AttrRef Parser::parse_number_attr() {
   if (t.kind == NumKind::Float) {
     uint64_t bits = 0;
     if (!decimal_to_float_bits(t.text, DType::F64, &bits))
-      fail(t.pos, "bad float literal " + quoted(t.text));
+      fail(t.pos, "bad float literal " + quoted_text(t.text));
     return make_float_attr(double_from_float_bits(bits, DType::F64), std::nullopt);
   }
   if (t.overflow || (t.neg ? t.mag > (uint64_t{1} << 63) : t.mag > INT64_MAX))
@@ -249,8 +249,8 @@ AttrRef Parser::parse_conv_dims() {
                                                        : nullptr;
           if (!slot)
             fail(at, std::string("expected '") + a + "', '" + b +
-                         "' or a spatial dimension number, found " + quoted(w));
-          if (*slot != -1) fail(at, "duplicate convolution dimension " + quoted(w));
+                         "' or a spatial dimension number, found " + quoted_text(w));
+          if (*slot != -1) fail(at, "duplicate convolution dimension " + quoted_text(w));
           *slot = position;
         }
         ++position;

@@ -18,7 +18,7 @@ std::string Parser::found() const {
   } else {
     e = pos_ + 1;
   }
-  return quoted(src_.substr(pos_, e - pos_));
+  return quoted_text(src_.substr(pos_, e - pos_));
 }
 
 void Parser::ws() {
@@ -179,7 +179,7 @@ bool Parser::scan_number(NumTok* t) {
 
 uint64_t Parser::int_bits(const NumTok& t, DType dt) {
   if (t.kind == NumKind::Float)
-    fail(t.pos, "floating-point literal " + quoted(t.text) + " for integer type " +
+    fail(t.pos, "floating-point literal " + quoted_text(t.text) + " for integer type " +
                     std::string(mlir_name(dt)));
   const int w = bit_width(dt);
   const uint64_t umax = w == 64 ? UINT64_MAX : (uint64_t{1} << w) - 1;
@@ -210,7 +210,7 @@ uint64_t Parser::float_bits(const NumTok& t, DType dt) {
     return t.mag;
   }
   uint64_t bits = 0;
-  if (!decimal_to_float_bits(t.text, dt, &bits)) fail(t.pos, "bad float literal " + quoted(t.text));
+  if (!decimal_to_float_bits(t.text, dt, &bits)) fail(t.pos, "bad float literal " + quoted_text(t.text));
   return bits;
 }
 

@@ -27,7 +27,7 @@ void Parser::parse_reduce(PendingOp& p) {
     inner = cur() == '"' ? parse_string() : std::string(ident("reduction op name"));
     if (!syntax::is_compact_reducer(inner))
       fail(at, "the op of a compact reduce must be a commutative binary StableHLO op, found " +
-                   quoted(inner));
+                   quoted_text(inner));
   }
   expect_word("across", "in reduce");
   expect_word("dimensions", "in reduce");
@@ -114,7 +114,7 @@ void Parser::parse_interpreter_op(PendingOp& p) {
     ws();
     const size_t at = pos_;
     const std::string key(ident("attribute name"));
-    expect('=', "after " + quoted(key));
+    expect('=', "after " + quoted_text(key));
     ws();
     if (key == "probe_id") {
       p.attrs.push_back({key, Attribute::string_attr(parse_string())});
@@ -128,7 +128,7 @@ void Parser::parse_interpreter_op(PendingOp& p) {
     } else if (key == "iter") {
       p.attrs.push_back({key, Attribute::integer_attr(parse_int64("iteration"), DType::I64)});
     } else {
-      fail(at, "unknown attribute " + quoted(key) + " of " + p.name);
+      fail(at, "unknown attribute " + quoted_text(key) + " of " + p.name);
     }
   }
   parse_optional_attr_dict(p.attrs);
@@ -200,7 +200,7 @@ void Parser::parse_convolution_window(PendingOp& p) {
       const size_t at = pos_;
       std::string key(ident("window attribute"));
       if (std::find(seen.begin(), seen.end(), key) != seen.end())
-        fail(at, "duplicate window attribute " + quoted(key));
+        fail(at, "duplicate window attribute " + quoted_text(key));
       seen.push_back(key);
       expect('=', "after window attribute name");
       if (key == "stride" || key == "lhs_dilate" || key == "rhs_dilate") {
@@ -244,7 +244,7 @@ void Parser::parse_convolution_window(PendingOp& p) {
         }
         p.attrs.push_back({"window_reversal", Attribute::dense_array(std::move(v), DType::Bool)});
       } else {
-        fail(at, "unknown convolution window attribute " + quoted(key));
+        fail(at, "unknown convolution window attribute " + quoted_text(key));
       }
     } while (consume(','));
   }
@@ -270,7 +270,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
       const size_t at = pos_;
       std::string_view dir = ident("comparison direction");
       if (!syntax::one_of(syntax::kComparisonDirections, dir))
-        fail(at, "unknown comparison direction " + quoted(dir));
+        fail(at, "unknown comparison direction " + quoted_text(dir));
       p.attrs.push_back(
           {"comparison_direction", Attribute::enum_attr("comparison_direction", std::string(dir))});
       expect(',', "after the comparison direction");
@@ -282,7 +282,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
         const size_t tat = pos_;
         std::string_view t = ident("comparison type");
         if (!syntax::one_of(syntax::kComparisonTypes, t))
-          fail(tat, "unknown comparison type " + quoted(t));
+          fail(tat, "unknown comparison type " + quoted_text(t));
         p.attrs.push_back(
             {"compare_type", Attribute::enum_attr("comparison_type", std::string(t))});
       }
@@ -353,7 +353,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
     case Form::DimsList:
       parse_operands_with_commas(p, s.num_operands);
       expect_word(s.keyword, "in " + p.name);
-      expect('=', "after " + quoted(s.keyword));
+      expect('=', "after " + quoted_text(s.keyword));
       p.attrs.push_back({std::string(s.attr), Attribute::dense_array(parse_int_list(s.keyword))});
       parse_optional_attr_dict(p.attrs);
       if (s.same_type) {
@@ -365,7 +365,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
     case Form::DimValue:
       parse_operands_with_commas(p, s.num_operands);
       expect_word(s.keyword, "in " + p.name);
-      expect('=', "after " + quoted(s.keyword));
+      expect('=', "after " + quoted_text(s.keyword));
       p.attrs.push_back(
           {std::string(s.attr), Attribute::integer_attr(parse_int64("dimension"), DType::I64)});
       parse_optional_attr_dict(p.attrs);
@@ -594,7 +594,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
       while (ok && i < f.size() && is_digit(f[i]) && m < (1u << 30))
         m = m * 10 + static_cast<uint64_t>(f[i++] - '0');
       ok = ok && i == f.size() && e <= INT32_MAX && m <= INT32_MAX;
-      if (!ok) fail(at, "expected exponent/mantissa format like e5m10, found " + quoted(f));
+      if (!ok) fail(at, "expected exponent/mantissa format like e5m10, found " + quoted_text(f));
       p.attrs.push_back(
           {"exponent_bits", Attribute::integer_attr(static_cast<int64_t>(e), DType::I32)});
       p.attrs.push_back(
@@ -606,7 +606,7 @@ void Parser::parse_custom_op(PendingOp& p, const syntax::OpSyntax& s) {
     case Form::EnumKeyword:
       parse_operands_with_commas(p, s.num_operands);
       expect_word(s.keyword, "in " + p.name);
-      expect('=', "after " + quoted(s.keyword));
+      expect('=', "after " + quoted_text(s.keyword));
       p.attrs.push_back(
           {std::string(s.attr),
            Attribute::enum_attr(std::string(s.enum_name), std::string(ident("enum value")))});

@@ -75,7 +75,7 @@ struct NumTok {
   size_t pos = 0;
 };
 
-inline std::string quoted(std::string_view s) {
+inline std::string quoted_text(std::string_view s) {
   return "'" + std::string(s) + "'";
 }
 
@@ -357,7 +357,7 @@ class Parser {
     std::sort(names.begin(), names.end());
     for (size_t i = 1; i < names.size(); ++i)
       if (names[i] == names[i - 1])
-        fail(at, "duplicate attribute " + quoted(names[i]) + " in " + std::string(what));
+        fail(at, "duplicate attribute " + quoted_text(names[i]) + " in " + std::string(what));
   }
 
   // { name = value, name, ... }

@@ -23,7 +23,7 @@ Type Parser::parse_type() {
   }
   if (id.empty()) fail(at, "expected type, found " + found());
   if (id == "tuple") fail(at, "tuple types are not supported");
-  fail(at, "expected a tensor type, found " + quoted(id));
+  fail(at, "expected a tensor type, found " + quoted_text(id));
 }
 
 Type Parser::parse_tensor_body() {
@@ -87,7 +87,7 @@ Type Parser::parse_tensor_body() {
   auto dt = dtype_from_mlir_name(e);
   if (!dt) {
     if (e.empty()) fail(epos, "expected element type in tensor type, found " + found());
-    fail(epos, "unknown element type " + quoted(e));
+    fail(epos, "unknown element type " + quoted_text(e));
   }
   pos_ += e.size();
   ws();
@@ -172,7 +172,7 @@ QuantizedType Parser::parse_quantized_type() {
     if (!scan_number(&t)) fail(ppos, "expected a scale, found " + found());
     uint64_t bits = 0;
     if (t.kind == NumKind::Hex || !decimal_to_float_bits(t.text, DType::F64, &bits))
-      fail(ppos, "bad scale " + quoted(t.text));
+      fail(ppos, "bad scale " + quoted_text(t.text));
     const double scale = std::bit_cast<double>(bits);
     if (!(scale > 0) || !std::isfinite(scale))
       fail(ppos, "scale " + std::string(t.text) + " must be positive and finite");
