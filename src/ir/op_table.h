@@ -47,6 +47,7 @@ struct OpDef {
   int num_operands = kAny;        // a fixed count, or kAny
   int num_results = kAny;         // a fixed count, kAny or kPerOperand
   int min_operands = 0;           // when num_operands is kAny
+  int num_regions = 0;            // a fixed count, or kAny; attributes are in op_attrs.h
   std::optional<Kinds> kinds;     // element-wise ops checked by operand kind alone
   bool same_type = true;          // type spec is custom<SameOperandsAndResultType>
   std::string_view keyword = {};  // "dims", "sizes", "algorithm", ...
@@ -56,6 +57,11 @@ struct OpDef {
   constexpr OpDef at_least(int n) const {
     OpDef d = *this;
     d.min_operands = n;
+    return d;
+  }
+  constexpr OpDef with_regions(int n) const {
+    OpDef d = *this;
+    d.num_regions = n;
     return d;
   }
   constexpr OpDef of(Kinds k) const {
@@ -176,10 +182,13 @@ inline constexpr OpDef kOps[] = {
     op("stablehlo.pad", Family::Shape, detail::F::Pad, 2, 1),
     op("stablehlo.dynamic_pad", Family::Shape, detail::F::Functional, 5, 1),
     // Reductions, windows and sort (verify_reduction.cpp).
-    op("stablehlo.reduce", Family::Reduction, detail::F::Reduce, kAny, kAny),
-    op("stablehlo.reduce_window", Family::Reduction, detail::F::Generic, kAny, kAny),
-    op("stablehlo.select_and_scatter", Family::Reduction, detail::F::Generic, 3, 1),
-    op("stablehlo.sort", Family::Reduction, detail::F::Generic, kAny, kPerOperand).at_least(1),
+    op("stablehlo.reduce", Family::Reduction, detail::F::Reduce, kAny, kAny).with_regions(1),
+    op("stablehlo.reduce_window", Family::Reduction, detail::F::Generic, kAny, kAny)
+        .with_regions(1),
+    op("stablehlo.select_and_scatter", Family::Reduction, detail::F::Generic, 3, 1).with_regions(2),
+    op("stablehlo.sort", Family::Reduction, detail::F::Generic, kAny, kPerOperand)
+        .at_least(1)
+        .with_regions(1),
     // Contractions and linear algebra (verify_contraction.cpp).
     op("stablehlo.dot_general", Family::Contraction, detail::F::DotGeneral, 2, 1),
     op("stablehlo.dot", Family::Contraction, detail::F::Dot, 2, 1),
@@ -195,37 +204,42 @@ inline constexpr OpDef kOps[] = {
     op("stablehlo.dynamic_conv", Family::Contraction, detail::F::Generic, 3, 1),
     // Gather and scatter (verify_gather.cpp).
     op("stablehlo.gather", Family::GatherScatter, detail::F::Generic, 2, 1),
-    op("stablehlo.scatter", Family::GatherScatter, detail::F::Generic, kAny, kAny),
+    op("stablehlo.scatter", Family::GatherScatter, detail::F::Generic, kAny, kAny).with_regions(1),
     op("stablehlo.dynamic_gather", Family::GatherScatter, detail::F::Generic, 3, 1),
     op("stablehlo.torch_index_select", Family::GatherScatter, detail::F::Generic, 2, 1),
     // Control flow, calls and returns (verify_control.cpp).
-    op("stablehlo.while", Family::Control, detail::F::While, kAny, kPerOperand),
-    op("stablehlo.case", Family::Control, detail::F::Generic, 1, kAny),
-    op("stablehlo.if", Family::Control, detail::F::Generic, 1, kAny),
+    op("stablehlo.while", Family::Control, detail::F::While, kAny, kPerOperand).with_regions(2),
+    op("stablehlo.case", Family::Control, detail::F::Generic, 1, kAny).with_regions(kAny),
+    op("stablehlo.if", Family::Control, detail::F::Generic, 1, kAny).with_regions(2),
     op("stablehlo.optimization_barrier", Family::Control, detail::F::OptimizationBarrier, kAny,
        kPerOperand),
     op("stablehlo.custom_call", Family::Control, detail::F::CustomCall, kAny, kAny),
     op("stablehlo.composite", Family::Control, detail::F::Composite, kAny, kAny),
-    op("stablehlo.map", Family::Control, detail::F::Generic, kAny, 1),
+    op("stablehlo.map", Family::Control, detail::F::Generic, kAny, 1).with_regions(1),
     op("stablehlo.tuple", Family::Control, detail::F::Generic, kAny, 1),
     op("stablehlo.get_tuple_element", Family::Control, detail::F::Generic, 1, 1),
-    op("stablehlo.async_start", Family::Control, detail::F::Generic, kAny, kAny),
-    op("stablehlo.async_done", Family::Control, detail::F::Generic, kAny, kAny),
-    op("stablehlo.trace", Family::Control, detail::F::Trace, 1, kAny),  // not in VHLO
+    op("stablehlo.async_start", Family::Control, detail::F::Generic, kAny, kAny)
+        .with_regions(kAny),
+    op("stablehlo.async_done", Family::Control, detail::F::Generic, kAny, kAny)
+        .with_regions(kAny),
+    op("stablehlo.trace", Family::Control, detail::F::Trace, 1, kAny)  // not in VHLO
+        .with_regions(kAny),
     op("func.call", Family::Control, detail::F::Call, kAny, kAny),
     op("stablehlo.return", Family::Control, detail::F::Return, kAny, kAny),
     op("func.return", Family::Control, detail::F::Return, kAny, kAny),
     // Collectives, tokens, ids and random numbers (verify_control.cpp).
     op("stablehlo.all_reduce", Family::Collective, detail::F::Generic, kAny, kPerOperand)
-        .at_least(1),
+        .at_least(1)
+        .with_regions(1),
     op("stablehlo.all_gather", Family::Collective, detail::F::Generic, kAny, kPerOperand)
         .at_least(1),
-    op("stablehlo.reduce_scatter", Family::Collective, detail::F::Generic, 1, 1),
+    op("stablehlo.reduce_scatter", Family::Collective, detail::F::Generic, 1, 1).with_regions(1),
     op("stablehlo.collective_permute", Family::Collective, detail::F::Generic, 1, 1),
     op("stablehlo.all_to_all", Family::Collective, detail::F::Generic, kAny, kPerOperand)
         .at_least(1),
     op("stablehlo.collective_broadcast", Family::Collective, detail::F::Generic, kAny, kAny),
-    op("stablehlo.collective_reduce", Family::Collective, detail::F::Generic, kAny, kAny),
+    op("stablehlo.collective_reduce", Family::Collective, detail::F::Generic, kAny, kAny)
+        .with_regions(kAny),
     op("stablehlo.infeed", Family::Collective, detail::F::Generic, 1, kAny),
     op("stablehlo.outfeed", Family::Collective, detail::F::Generic, kAny, 1).at_least(1),
     op("stablehlo.send", Family::Collective, detail::F::Generic, kAny, 1).at_least(1),

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cujax/core/error.h"
+#include "ir/op_attrs.h"
 #include "ir/op_table.h"
 #include "ir/pass_through.h"
 #include "ir/type_walk.h"
@@ -38,6 +39,26 @@ void check_counts(OpCheck& c, const ops::OpDef& d) {
   } else if (d.num_results == ops::kPerOperand && c.num_results() != c.num_operands()) {
     c.fail("has " + std::to_string(c.num_results()) + " results, expected " +
            std::to_string(c.num_operands()) + " (one per operand)");
+  }
+}
+
+// The region count of the op table and the attributes of op_attrs.h: each required one present,
+// each present one of its kind (attributes the table does not name, such as mhlo.sharding,
+// are the producer's and pass).
+void check_regions_and_attributes(OpCheck& c, const ops::OpDef& d) {
+  const Operation& op = c.op();
+  if (d.num_regions != ops::kAny && op.regions.size() != static_cast<size_t>(d.num_regions))
+    c.fail("has " + std::to_string(op.regions.size()) + " region" +
+           (op.regions.size() == 1 ? "" : "s") + ", expected " + std::to_string(d.num_regions));
+  for (const ops::AttrDef& a : ops::attribute_rows()) {
+    if (a.op != d.name) continue;
+    const Attribute* v = op.attr(a.name);
+    if (!v) {
+      if (a.required) c.fail("missing attribute '" + std::string(a.name) + "'");
+    } else if (!ops::holds_kind(*v, a.kind)) {
+      c.fail("attribute '" + std::string(a.name) + "' must be " +
+             std::string(ops::describe(a.kind)));
+    }
   }
 }
 
@@ -117,7 +138,10 @@ class Verifier {
     if (def || it != checkers().end()) {
       OpCheck c(op, module_, *function_);
       view_quantized(op, c);
-      if (def) check_counts(c, *def);
+      if (def) {
+        check_counts(c, *def);
+        check_regions_and_attributes(c, *def);
+      }
       if (it != checkers().end()) it->second(c);
     }
     for (const auto& r : op.regions)
