@@ -128,6 +128,29 @@ TEST_P(LinalgTransformTest, VmapOfJvpMatchesLoop) {
   }
 }
 
+// The mechanism QR's gradient relies on, on its own: a custom_vjp of two arguments under vmap
+// (one argument mapped, one not) under grad keeps its rule, which here is deliberately not the
+// function's derivative (d/dx gets 3 g y, d/dy gets g), against a loop of the rule.
+TEST(LinalgTransform, CustomVjpUnderVmapUnderGradKeepsItsRule) {
+  auto f = custom_vjp([](const Array& x, const Array& y) { return jnp::sin(x) * y; },
+                      [](const Array& x, const Array& y) {
+                        return std::make_pair(jnp::sin(x) * y, std::vector<Array>{x, y});
+                      },
+                      [](const std::vector<Array>& res, const Array& g) {
+                        return std::vector<Array>{g * res[1] * 3.0, g + res[0] * 0.0};
+                      });
+  const Array x = random({3, 2}, DType::F64, 78), y = random({2}, DType::F64, 79);
+  const auto loss = [&](const Array& xs, const Array& ys) {
+    return jnp::sum(vmap([&](const Array& a, const Array& b) { return weighted_sum(f(a, b)); },
+                         {0, not_mapped})(xs, ys));
+  };
+  const auto [gx, gy] = grad(loss, argnums<0, 1>)(x, y);
+  // Per example: d/dx = 3 w y, d/dy = w, with w the weights weighted_sum uses.
+  const Array w = testutil::weights({2}, DType::F64);
+  expect_close(gx, jnp::stack({w * y * 3.0, w * y * 3.0, w * y * 3.0}), "x");
+  expect_close(gy, w * 3.0, "y");
+}
+
 // eig_jvp_rule: the eigenvalues' derivative diag(V^-1 A' V), real and complex inputs.
 TEST_P(LinalgTransformTest, EigenvaluesOfGeneralMatrix) {
   const DType t = GetParam();
