@@ -1,5 +1,5 @@
-// Eigenvalue selection and pivoting: lax::linalg::eigh's subset_by_index, the eigenvalues of a
-// tridiagonal matrix (scipy::linalg::eigh_tridiagonal, bisection) and the column-pivoted QR
+// Eigenvalue selection and pivoting: lax::linalg::eigh's and svd's subset_by_index, the eigenvalues
+// of a tridiagonal matrix (scipy::linalg::eigh_tridiagonal, bisection) and the column-pivoted QR
 // (scipy::linalg::qr with pivoting, lapack_?geqp3_ffi), each against a reference computed
 // another way: the full decomposition, the dense matrix's eigvalsh, and the identities
 // A[:, p] = Q R with Q^H Q = I and |diag(R)| non-increasing, in complex double arithmetic.
@@ -76,6 +76,47 @@ TEST(LinalgSelection, EighSubsetGradient) {
               ll::eigh(x, true, true, true, std::pair<int64_t, int64_t>{2, 4}).second);
         },
         hpd({2, 4, 4}, t, 81));
+}
+
+// ----- svd(subset_by_index)
+
+TEST_P(LinalgSelectionTest, SvdSubsetIsTheFullDecompositionsSlice) {
+  const DType t = GetParam();
+  for (const Shape& shape : {Shape{2, 5, 3}, Shape{2, 3, 5}}) {
+    const Array a = random(shape, t, 89);
+    const ll::SvdResult all = ll::svd(a, false);
+    const ll::SvdResult r = ll::svd(a, false, true, std::pair<int64_t, int64_t>{1, 3});
+    ASSERT_EQ(r.s.shape(), (Shape{2, 2}));
+    const std::vector<Mat> as = mats(a), us = mats(r.u), vhs = mats(r.vh), ss = mats(r.s, true);
+    const std::vector<Mat> sall = mats(all.s, true);
+    for (size_t b = 0; b < 2; ++b) {
+      for (int64_t i = 0; i < 2; ++i) EXPECT_LT(std::abs(ss[b](i, 0) - sall[b](i + 1, 0)), tol(t));
+      // A v_i = s_i u_i for the selected triplets, with orthonormal u's and v's.
+      EXPECT_LT(max_diff(matmul(as[b], adjoint(vhs[b])), matmul(us[b], diag(ss[b], 2, 2))),
+                tol(t) * 10);
+      EXPECT_LT(max_diff(matmul(adjoint(us[b]), us[b]), eye(2)), tol(t) * 10);
+    }
+    // Without vectors (gesdd's mode 'N'): the same values, to rounding.
+    const std::vector<cd> s_only =
+        values(ll::svd(a, false, false, std::pair<int64_t, int64_t>{1, 3}).s);
+    const std::vector<cd> s_uv = values(r.s);
+    ASSERT_EQ(s_only.size(), s_uv.size());
+    for (size_t i = 0; i < s_uv.size(); ++i) EXPECT_LT(std::abs(s_only[i] - s_uv[i]), tol(t));
+  }
+  const Array a = random({4, 3}, t, 90);
+  EXPECT_THROW(ll::svd(a, true, true, std::pair<int64_t, int64_t>{1, 3}), Error);
+  EXPECT_THROW(ll::svd(a, false, true, std::pair<int64_t, int64_t>{2, 4}), Error);
+  // The whole range is the plain SVD, with full_matrices too.
+  EXPECT_EQ(ll::svd(a, true, true, std::pair<int64_t, int64_t>{0, 3}).u.shape(), (Shape{4, 4}));
+}
+
+TEST(LinalgSelection, SvdSubsetGradient) {
+  for (DType t : {DType::F64, DType::C128})
+    expect_grad_matches(
+        [](const Array& x) {
+          return weighted_sum(ll::svd(x, false, false, std::pair<int64_t, int64_t>{0, 2}).s);
+        },
+        random({2, 4, 3}, t, 91));
 }
 
 // ----- eigh_tridiagonal

@@ -68,10 +68,14 @@ std::pair<Array, Array> eigh(
     const std::optional<std::pair<int64_t, int64_t>>& subset_by_index = std::nullopt);
 
 // x = u diag(s) vh; s descending and real. Without compute_uv u and vh are invalid Arrays.
+// subset_by_index [start, end): only those singular triplets (s [..., end - start], u's columns,
+// vh's rows), sliced from the full decomposition (JAX's cpu lowering refuses such a subset);
+// with full_matrices only the whole range (0, min(m, n)), as JAX.
 struct SvdResult {
   Array u, s, vh;
 };
-SvdResult svd(const Array& x, bool full_matrices = true, bool compute_uv = true);
+SvdResult svd(const Array& x, bool full_matrices = true, bool compute_uv = true,
+              const std::optional<std::pair<int64_t, int64_t>>& subset_by_index = std::nullopt);
 
 // Eigenvalues w and left/right eigenvectors (complex, unit 2-norm columns) of a general x:
 // x vr = vr diag(w), vl^H x = diag(w) vl^H. Vectors not asked for are invalid Arrays.

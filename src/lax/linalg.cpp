@@ -454,11 +454,34 @@ std::pair<Array, Array> eigh(const Array& x_in, bool lower, bool symmetrize_inpu
   return {nan_unless(ok, r[0]), nan_unless(ok, r[1])};
 }
 
-SvdResult svd(const Array& x, bool full_matrices, bool compute_uv) {
+SvdResult svd(const Array& x, bool full_matrices, bool compute_uv,
+              const std::optional<std::pair<int64_t, int64_t>>& subset_by_index) {
   const std::string op = "linalg.svd";
   check_matrix(op, x, false);
   const int64_t m = x.shape()[x.ndim() - 2], n = x.shape()[x.ndim() - 1];
   const int64_t k = std::min(m, n);
+  if (subset_by_index && *subset_by_index != std::pair<int64_t, int64_t>{0, k}) {
+    const auto [start, end] = *subset_by_index;
+    if (start < 0 || start >= end || end > k)
+      fail(op, "subset_by_index [" + std::to_string(start) + ", " + std::to_string(end) +
+                   ") is not a non-empty range of singular value indices of " + type_str(x));
+    if (full_matrices) fail(op, "full_matrices and subset_by_index cannot both be set");
+    SvdResult all = svd(x, false, compute_uv);
+    const int64_t nd = x.ndim();
+    const auto part = [&](const Array& a, int64_t axis) {
+      std::vector<int64_t> lo(static_cast<size_t>(a.ndim()), 0);
+      Shape hi = a.shape();
+      lo[static_cast<size_t>(axis)] = start;
+      hi[static_cast<size_t>(axis)] = end;
+      return lax::slice(a, lo, hi);
+    };
+    all.s = part(all.s, nd - 2);
+    if (compute_uv) {
+      all.u = part(all.u, nd - 1);
+      all.vh = part(all.vh, nd - 2);
+    }
+    return all;
+  }
   const char mode = !compute_uv ? 'N' : full_matrices ? 'A' : 'S';
   CallSpec c;
   c.target = std::string("lapack_") + type_prefix(op, x) + "gesdd_ffi";
