@@ -21,6 +21,7 @@
 #include "cujax/runtime/backend.h"
 #include "cujax/vmap.h"
 #include "host_matrix.h"
+#include "linalg_test_util.h"
 
 namespace cujax {
 namespace {
@@ -30,61 +31,19 @@ namespace ll = cujax::lax::linalg;
 using cd = std::complex<double>;
 
 using testutil::adjoint;
+using testutil::diag;
+using testutil::expect_grad_matches;
 using testutil::eye;
+using testutil::hpd;
 using testutil::Mat;
 using testutil::matmul;
+using testutil::mats;
 using testutil::max_diff;
-
-std::vector<cd> values(const Array& x) {
-  if (is_complex(x.dtype())) return jnp::astype(x, DType::C128).to_vector<cd>();
-  std::vector<cd> out;
-  for (double d : jnp::astype(x, DType::F64).to_vector<double>()) out.push_back(d);
-  return out;
-}
-
-// The matrices of x [..., r, c] (vector: x [..., n] as columns), one per batch element.
-std::vector<Mat> mats(const Array& x, bool vector = false) {
-  const std::vector<cd> v = values(x);
-  const int64_t r = vector ? x.shape().back() : x.shape()[x.ndim() - 2];
-  const int64_t c = vector ? 1 : x.shape().back();
-  std::vector<Mat> out;
-  for (size_t b = 0; b * r * c < v.size() || (out.empty() && v.empty()); ++b) {
-    Mat m(r, c);
-    for (int64_t i = 0; i < r * c; ++i) m.v[static_cast<size_t>(i)] = v[b * r * c + i];
-    out.push_back(m);
-    if (v.empty()) break;
-  }
-  return out;
-}
-
-Mat diag(const Mat& col, int64_t rows, int64_t cols) {
-  Mat d(rows, cols);
-  for (int64_t i = 0; i < col.rows; ++i) d(i, i) = col(i, 0);
-  return d;
-}
-
-double tol(DType t) {
-  return t == DType::F32 || t == DType::C64 ? 2e-4 : 1e-10;
-}
-
-// Uniform entries in [-1, 1) of `dtype` (both parts for complex dtypes).
-Array random(const Shape& shape, DType dtype, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<double> re(static_cast<size_t>(num_elements(shape))), im(re.size());
-  for (size_t i = 0; i < re.size(); ++i) re[i] = u(rng), im[i] = u(rng);
-  const DType real = complex_component(dtype);
-  const Array r = jnp::array(re, shape, real);
-  if (!is_complex(dtype)) return r;
-  return lax::complex(r, jnp::array(im, shape, real));
-}
-
-// B B^H + n I: Hermitian positive definite.
-Array hpd(const Shape& shape, DType dtype, uint32_t seed) {
-  const Array b = random(shape, dtype, seed);
-  const int64_t n = shape.back();
-  return jnp::add(jnp::matmul(b, jnp::conj(b.mT())), jnp::astype(jnp::eye(n), dtype) * n);
-}
+using testutil::numeric_grad;
+using testutil::random;
+using testutil::tol;
+using testutil::values;
+using testutil::weighted_sum;
 
 class LinalgTest : public ::testing::TestWithParam<DType> {};
 
@@ -633,53 +592,6 @@ TEST(LinalgApi, BlockDiag) {
 
 // ----- gradients against central finite differences, vmap against a loop
 
-// df/dx - i df/dy per element (JAX's convention for complex inputs) by central differences of
-// the jitted loss.
-template <class F>
-std::vector<cd> numeric_grad(F loss, const Array& x) {
-  auto f = jit(loss);
-  const std::vector<cd> x0 = values(x);
-  std::vector<cd> g(x0.size());
-  const double h = 1e-6;
-  const bool cplx = is_complex(x.dtype());
-  for (size_t i = 0; i < x0.size(); ++i)
-    for (int part = 0; part < (cplx ? 2 : 1); ++part) {
-      const cd step = part ? cd(0, h) : cd(h, 0);
-      double fv[2];
-      for (int sgn = 0; sgn < 2; ++sgn) {
-        std::vector<cd> xs = x0;
-        xs[i] += sgn ? -step : step;
-        std::vector<double> re, im;
-        for (cd v : xs) re.push_back(v.real()), im.push_back(v.imag());
-        Array xi = jnp::array(re, x.shape(), DType::F64);
-        if (cplx) xi = lax::complex(xi, jnp::array(im, x.shape(), DType::F64));
-        fv[sgn] = f(xi).template item<double>();
-      }
-      const double d = (fv[0] - fv[1]) / (2 * h);
-      g[i] += part ? cd(0, -d) : cd(d, 0);
-    }
-  return g;
-}
-
-template <class F>
-void expect_grad_matches(F loss, const Array& x, double tolerance = 1e-5) {
-  const std::vector<cd> got = values(grad(loss)(x));
-  const std::vector<cd> want = numeric_grad(loss, x);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_LT(std::abs(got[i] - want[i]), tolerance * std::max(1.0, std::abs(want[i])))
-        << "element " << i << ": " << got[i] << " vs " << want[i];
-}
-
-// A fixed real weighting that makes every output element matter.
-Array weights(const Shape& s, DType t) {
-  return jnp::astype(random(s, complex_component(t), 99), complex_component(t));
-}
-Array weighted_sum(const Array& y) {
-  const Array w = weights(y.shape(), y.dtype());
-  return jnp::sum(jnp::real(jnp::multiply(y, jnp::astype(w, y.dtype()))));
-}
-
 class LinalgGradTest : public ::testing::TestWithParam<DType> {};
 INSTANTIATE_TEST_SUITE_P(Dtypes, LinalgGradTest, ::testing::Values(DType::F64, DType::C128),
                          [](const auto& info) {
@@ -820,18 +732,15 @@ TEST(LinalgApi, GradAndVmapCompose) {
       return weighted_sum(jl::qr(x).second);
     };
     const Array per_element = vmap(grad(f))(a);
-    // QR's gradient is a custom_vjp, which cujax cannot yet vmap under grad.
-    const std::optional<Array> of_vmap =
-        which == 2
-            ? std::nullopt
-            : std::optional<Array>(grad([&](const Array& x) { return jnp::sum(vmap(f)(x)); })(a));
+    const Array of_vmap = grad([&](const Array& x) { return jnp::sum(vmap(f)(x)); })(a);
     for (int64_t k = 0; k < 2; ++k) {
       const std::vector<double> want = grad(f)(a[k]).to_vector<double>();
       const std::vector<double> got = per_element[k].to_vector<double>();
-      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-9) << which;
-      if (!of_vmap) continue;
-      const std::vector<double> got2 = (*of_vmap)[k].to_vector<double>();
-      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got2[i], want[i], 1e-9) << which;
+      const std::vector<double> got2 = of_vmap[k].to_vector<double>();
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR(got[i], want[i], 1e-9) << which;
+        EXPECT_NEAR(got2[i], want[i], 1e-9) << which;
+      }
     }
   }
 }

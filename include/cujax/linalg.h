@@ -42,21 +42,40 @@ std::tuple<Array, Array, Array> lu(const Array& x);
 Array lu_pivots_to_permutation(const Array& pivots, int64_t permutation_size);
 
 // QR of x [..., m, n]: q [..., m, m] and r [..., m, n] with full_matrices, else q [..., m, k]
-// and r [..., k, n] (k = min(m, n)). Pivoting is not implemented.
+// and r [..., k, n] (k = min(m, n)).
 std::pair<Array, Array> qr(const Array& x, bool full_matrices = true);
+// JAX's qr(x, pivoting=...): with pivoting, the column-pivoted QR (LAPACK's geqp3) x[..., :, p] =
+// q r with |diag(r)| non-increasing, p [..., n] (i32); without, p is invalid.
+struct QrResult {
+  Array q, r, p;
+};
+QrResult qr(const Array& x, bool full_matrices, bool pivoting);
+// Column-pivoted Householder QR of a [..., m, n] (lax.linalg.geqp3): jpvt [..., n] (i32; a
+// nonzero entry fixes that column in front, JAX passes zeros) -> (a, jpvt, taus): R and the
+// reflectors in a as geqrf leaves them, jpvt the 1-based column order, taus [..., min(m, n)].
+std::tuple<Array, Array, Array> geqp3(const Array& a, const Array& jpvt);
 // The product of the Householder reflectors (I - tau_i v_i v_i^H) that a [..., m, n] (below its
 // diagonal) and taus [..., k] hold: the first n columns of Q (LAPACK's orgqr / ungqr).
 Array householder_product(const Array& a, const Array& taus);
 
 // Eigenvectors and eigenvalues of the Hermitian x: (v, w) with x v = v diag(w), w ascending
-// and real. lower: which triangle is read when symmetrize_input is false.
-std::pair<Array, Array> eigh(const Array& x, bool lower = true, bool symmetrize_input = true);
+// and real. lower: which triangle is read when symmetrize_input is false. sort_eigenvalues:
+// LAPACK sorts them whatever it says (as JAX's cpu lowering). subset_by_index [start, end): only
+// those eigenpairs, v [..., n, end - start] and w [..., end - start], sliced from the full
+// decomposition (JAX's cpu lowering refuses a subset other than (0, n)).
+std::pair<Array, Array> eigh(
+    const Array& x, bool lower = true, bool symmetrize_input = true, bool sort_eigenvalues = true,
+    const std::optional<std::pair<int64_t, int64_t>>& subset_by_index = std::nullopt);
 
 // x = u diag(s) vh; s descending and real. Without compute_uv u and vh are invalid Arrays.
+// subset_by_index [start, end): only those singular triplets (s [..., end - start], u's columns,
+// vh's rows), sliced from the full decomposition (JAX's cpu lowering refuses such a subset);
+// with full_matrices only the whole range (0, min(m, n)), as JAX.
 struct SvdResult {
   Array u, s, vh;
 };
-SvdResult svd(const Array& x, bool full_matrices = true, bool compute_uv = true);
+SvdResult svd(const Array& x, bool full_matrices = true, bool compute_uv = true,
+              const std::optional<std::pair<int64_t, int64_t>>& subset_by_index = std::nullopt);
 
 // Eigenvalues w and left/right eigenvectors (complex, unit 2-norm columns) of a general x:
 // x vr = vr diag(w), vl^H x = diag(w) vl^H. Vectors not asked for are invalid Arrays.
@@ -155,6 +174,18 @@ std::pair<Array, Array> lu_factor(const Array& a);
 Array lu_solve(const std::pair<Array, Array>& lu_and_piv, const Array& b, int trans = 0);
 // mode "full", "economic" or "r" (q invalid).
 std::pair<Array, Array> qr(const Array& a, const std::string& mode = "full");
+// qr(a, mode, pivoting=True): (q, r, p) with a[..., :, p] = q r (q invalid for mode "r"); without
+// pivoting p is invalid.
+lax::linalg::QrResult qr(const Array& a, const std::string& mode, bool pivoting);
+// Eigenvalues (ascending) of the real symmetric (or complex Hermitian) tridiagonal matrix with
+// diagonal d [n] and off-diagonal e [n - 1], by bisection on Sturm counts as JAX does.
+// eigvals_only must be true (JAX computes no eigenvectors either); select "a" (all) or "i"
+// (indices select_range[0] to select_range[1], inclusive); tol: the absolute tolerance (at
+// least eps * |T|).
+Array eigh_tridiagonal(const Array& d, const Array& e, bool eigvals_only = false,
+                       const std::string& select = "a",
+                       const std::optional<std::pair<double, double>>& select_range = std::nullopt,
+                       std::optional<double> tol = std::nullopt);
 Array block_diag(const std::vector<Array>& arrays);
 // exp(a) by scaling and squaring with a Padé approximant (degree 3 to 13 by a's 1-norm, as
 // JAX); NaN where more than max_squarings squarings would be needed.

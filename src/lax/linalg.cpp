@@ -6,6 +6,7 @@
 #include "lax/linalg_call.h"
 
 #include <cmath>
+#include <optional>
 
 #include "cujax/grad.h"
 #include "cujax/linalg.h"
@@ -260,19 +261,28 @@ Array householder_product(const Array& a, const Array& taus) {
 
 namespace {
 
-std::pair<Array, Array> qr_factors(const Array& x, bool full_matrices) {
+// (q, r, p): p the 0-based column order with pivoting (geqp3), else invalid (geqrf).
+std::tuple<Array, Array, Array> qr_factors(const Array& x, bool full_matrices, bool pivoting) {
   const std::string op = "linalg.qr";
   const int64_t m = x.shape()[x.ndim() - 2], n = x.shape()[x.ndim() - 1];
   const int64_t k = std::min(m, n);
-  CallSpec c;
-  c.target = std::string("lapack_") + type_prefix(op, x) + "geqrf_ffi";
-  c.results = {ir::Type::tensor(x.shape(), x.dtype()),
-               ir::Type::tensor(batch_of(x.shape(), {k}), x.dtype())};
-  c.operand_matrix = {true};
-  c.result_matrix = {true, false};
-  c.alias_operand = 0;
-  c.batch_attr = true;
-  const std::vector<Array> r = lapack_call(c, {x});
+  std::vector<Array> r;
+  Array p;
+  if (pivoting) {
+    auto [a, jpvt, taus] = geqp3(x, lax::full(batch_of(x.shape(), {n}), 0, DType::I32));
+    r = {a, taus};
+    p = lax::sub(jpvt, lax::full(jpvt.shape(), 1, DType::I32));
+  } else {
+    CallSpec c;
+    c.target = std::string("lapack_") + type_prefix(op, x) + "geqrf_ffi";
+    c.results = {ir::Type::tensor(x.shape(), x.dtype()),
+                 ir::Type::tensor(batch_of(x.shape(), {k}), x.dtype())};
+    c.operand_matrix = {true};
+    c.result_matrix = {true, false};
+    c.alias_operand = 0;
+    c.batch_attr = true;
+    r = lapack_call(c, {x});
+  }
   const int64_t nd = x.ndim();
   std::vector<int64_t> start(static_cast<size_t>(nd), 0);
   Shape limit = x.shape();
@@ -293,7 +303,7 @@ std::pair<Array, Array> qr_factors(const Array& x, bool full_matrices) {
     limit[nd - 2] = k;
     rr = lax::slice(rr, start, limit);
   }
-  return {q, numpy::triu(rr)};
+  return {q, numpy::triu(rr), p};
 }
 
 // qr_jvp_rule: with X = Q^H dx R^-1 and O = tril(X, -1) - tril(X, -1)^H (plus X's imaginary
@@ -314,49 +324,118 @@ std::pair<Array, Array> qr_jvp(const Array& q, const Array& r, const Array& dx) 
 
 }  // namespace
 
-std::pair<Array, Array> qr(const Array& x, bool full_matrices) {
+QrResult qr(const Array& x, bool full_matrices, bool pivoting) {
   check_matrix("linalg.qr", x, false);
   const int64_t m = x.shape()[x.ndim() - 2], n = x.shape().back();
   // JAX differentiates QR where R is square and invertible (m >= n, reduced or m == n); there
-  // the factors travel as one array [Q; R] through a custom_vjp whose backward pass transposes
-  // the JVP. Elsewhere grad stops at the geqrf call with its error.
-  if (m < n || (full_matrices && m != n)) return qr_factors(x, full_matrices);
-  const auto packed = [full_matrices](const Array& a) {
-    auto [q, r] = qr_factors(a, full_matrices);
-    return numpy::concatenate({q, r}, -2);
+  // the factors travel as one array [Q; R] (and, pivoting, p's row as numbers of x's dtype, exact
+  // below 2^24) through a custom_vjp whose backward pass transposes the JVP. Elsewhere grad stops
+  // at the geqrf / geqp3 call with its error.
+  if (m < n || (full_matrices && m != n)) {
+    auto [q, r, p] = qr_factors(x, full_matrices, pivoting);
+    return {q, r, p};
+  }
+  const auto pack = [](const Array& q, const Array& r, const Array& p) {
+    std::vector<Array> parts{q, r};
+    if (p.valid())
+      parts.push_back(numpy::expand_dims(
+          lax::convert_element_type(lax::convert_element_type(p, complex_component(q.dtype())),
+                                    q.dtype()),
+          -2));
+    return numpy::concatenate(parts, -2);
   };
-  const auto fwd = [full_matrices](const Array& a) {
-    auto [q, r] = qr_factors(a, full_matrices);
-    return std::pair<Array, std::vector<Array>>(numpy::concatenate({q, r}, -2), {q, r});
+  const auto packed = [=](const Array& a) {
+    auto [q, r, p] = qr_factors(a, full_matrices, pivoting);
+    return pack(q, r, p);
   };
+  const auto fwd = [=](const Array& a) {
+    auto [q, r, p] = qr_factors(a, full_matrices, pivoting);
+    std::vector<Array> res{q, r};
+    if (pivoting) res.push_back(p);
+    return std::pair<Array, std::vector<Array>>(pack(q, r, p), res);
+  };
+  // With pivoting the JVP is taken at x's permuted columns, x[..., :, p] = Q R (as JAX).
   const auto bwd = [m](const std::vector<Array>& res, const Array& g) {
     Shape xs = res[0].shape();
     xs.back() = res[1].shape().back();
     const Array dx = trace::fresh(numpy::zeros(xs, res[0].dtype()));
     const trace::Mark mark = trace::mark();
-    auto [dq, dr] = qr_jvp(res[0], res[1], dx);
+    const Array dxp =
+        res.size() > 2 ? numpy::take_along_axis(dx, numpy::expand_dims(res[2], -2), -1) : dx;
+    auto [dq, dr] = qr_jvp(res[0], res[1], dxp);
     const int64_t nd = g.ndim();
     std::vector<int64_t> start(static_cast<size_t>(nd), 0);
-    Shape mid = g.shape();
+    Shape mid = g.shape(), end = g.shape();
     mid[nd - 2] = m;
+    end[nd - 2] = m + res[1].shape()[nd - 2];
     std::vector<int64_t> rstart = start;
     rstart[nd - 2] = m;
-    const Array q_ct = lax::slice(g, start, mid), r_ct = lax::slice(g, rstart, g.shape());
+    const Array q_ct = lax::slice(g, start, mid), r_ct = lax::slice(g, rstart, end);
     return trace::backward(trace::ops_since(mark), {dx}, {dq, dr}, {q_ct, r_ct});
   };
   const Array both = custom_vjp(packed, fwd, bwd)(x);
   const int64_t nd = x.ndim();
+  const int64_t k = full_matrices ? m : std::min(m, n);
   std::vector<int64_t> start(static_cast<size_t>(nd), 0);
-  Shape mid = both.shape();
+  Shape mid = both.shape(), end = both.shape();
   mid[nd - 2] = m;
+  end[nd - 2] = m + k;
   std::vector<int64_t> rstart = start;
   rstart[nd - 2] = m;
-  return {lax::slice(both, start, mid), lax::slice(both, rstart, both.shape())};
+  QrResult out{lax::slice(both, start, mid), lax::slice(both, rstart, end), Array()};
+  if (pivoting) {
+    std::vector<int64_t> pstart = start;
+    pstart[nd - 2] = m + k;
+    Array row = lax::slice(both, pstart, both.shape());
+    if (is_complex(x.dtype())) row = lax::real(row);
+    out.p = lax::convert_element_type(lax::reshape(row, batch_of(x.shape(), {n})), DType::I32);
+  }
+  return out;
 }
 
-std::pair<Array, Array> eigh(const Array& x_in, bool lower, bool symmetrize_input) {
+std::pair<Array, Array> qr(const Array& x, bool full_matrices) {
+  QrResult r = qr(x, full_matrices, false);
+  return {r.q, r.r};
+}
+
+std::tuple<Array, Array, Array> geqp3(const Array& a, const Array& jpvt) {
+  const std::string op = "linalg.geqp3";
+  check_matrix(op, a, false);
+  const int64_t m = a.shape()[a.ndim() - 2], n = a.shape().back();
+  if (jpvt.dtype() != DType::I32 || jpvt.shape() != batch_of(a.shape(), {n}))
+    fail(op, "jpvt must be " + type_str(DType::I32, batch_of(a.shape(), {n})) + " for a " +
+                 type_str(a) + ", got " + type_str(jpvt));
+  CallSpec c;
+  c.target = std::string("lapack_") + type_prefix(op, a) + "geqp3_ffi";
+  c.results = {ir::Type::tensor(a.shape(), a.dtype()), ir::Type::tensor(jpvt.shape(), DType::I32),
+               ir::Type::tensor(batch_of(a.shape(), {std::min(m, n)}), a.dtype())};
+  c.operand_matrix = {true, false};
+  c.result_matrix = {true, false, false};
+  c.alias_each = true;
+  c.batch_attr = true;
+  const std::vector<Array> r = lapack_call(c, {a, jpvt});
+  return {r[0], r[1], r[2]};
+}
+
+std::pair<Array, Array> eigh(const Array& x_in, bool lower, bool symmetrize_input,
+                             bool /*sort_eigenvalues: LAPACK always sorts*/,
+                             const std::optional<std::pair<int64_t, int64_t>>& subset_by_index) {
   const std::string op = "linalg.eigh";
   check_matrix(op, x_in, true);
+  if (subset_by_index) {
+    const auto [start, end] = *subset_by_index;
+    const int64_t n = x_in.shape().back();
+    if (start < 0 || start >= end || end > n)
+      fail(op, "subset_by_index [" + std::to_string(start) + ", " + std::to_string(end) +
+                   ") is not a non-empty range of eigenvalue indices of " + type_str(x_in));
+    auto [v, w] = eigh(x_in, lower, symmetrize_input);
+    const int64_t nd = x_in.ndim();
+    std::vector<int64_t> vstart(static_cast<size_t>(nd), 0), wstart(static_cast<size_t>(nd - 1), 0);
+    Shape vlimit = v.shape(), wlimit = w.shape();
+    vstart.back() = wstart.back() = start;
+    vlimit.back() = wlimit.back() = end;
+    return {lax::slice(v, vstart, vlimit), lax::slice(w, wstart, wlimit)};
+  }
   Array x = x_in;
   if (symmetrize_input) x = lax::div(lax::add(x, adjoint(x)), lax::full(x.shape(), 2, x.dtype()));
   const bool cplx = is_complex(x.dtype());
@@ -375,11 +454,34 @@ std::pair<Array, Array> eigh(const Array& x_in, bool lower, bool symmetrize_inpu
   return {nan_unless(ok, r[0]), nan_unless(ok, r[1])};
 }
 
-SvdResult svd(const Array& x, bool full_matrices, bool compute_uv) {
+SvdResult svd(const Array& x, bool full_matrices, bool compute_uv,
+              const std::optional<std::pair<int64_t, int64_t>>& subset_by_index) {
   const std::string op = "linalg.svd";
   check_matrix(op, x, false);
   const int64_t m = x.shape()[x.ndim() - 2], n = x.shape()[x.ndim() - 1];
   const int64_t k = std::min(m, n);
+  if (subset_by_index && *subset_by_index != std::pair<int64_t, int64_t>{0, k}) {
+    const auto [start, end] = *subset_by_index;
+    if (start < 0 || start >= end || end > k)
+      fail(op, "subset_by_index [" + std::to_string(start) + ", " + std::to_string(end) +
+                   ") is not a non-empty range of singular value indices of " + type_str(x));
+    if (full_matrices) fail(op, "full_matrices and subset_by_index cannot both be set");
+    SvdResult all = svd(x, false, compute_uv);
+    const int64_t nd = x.ndim();
+    const auto part = [&](const Array& a, int64_t axis) {
+      std::vector<int64_t> lo(static_cast<size_t>(a.ndim()), 0);
+      Shape hi = a.shape();
+      lo[static_cast<size_t>(axis)] = start;
+      hi[static_cast<size_t>(axis)] = end;
+      return lax::slice(a, lo, hi);
+    };
+    all.s = part(all.s, nd - 2);
+    if (compute_uv) {
+      all.u = part(all.u, nd - 1);
+      all.vh = part(all.vh, nd - 2);
+    }
+    return all;
+  }
   const char mode = !compute_uv ? 'N' : full_matrices ? 'A' : 'S';
   CallSpec c;
   c.target = std::string("lapack_") + type_prefix(op, x) + "gesdd_ffi";

@@ -1,5 +1,5 @@
 // jax.scipy.linalg on lax.linalg: solve_triangular, cho_factor, cho_solve, lu, lu_factor,
-// lu_solve, qr and block_diag, with SciPy's argument conventions.
+// lu_solve, qr (with pivoting) and block_diag, with SciPy's argument conventions.
 #include <limits>
 
 #include "cujax/linalg.h"
@@ -115,15 +115,20 @@ Array lu_solve(const std::pair<Array, Array>& lu_and_piv, const Array& b, int tr
   return finish(o, ll::detail::lu_solve(o.a, perm, o.b, trans));
 }
 
-std::pair<Array, Array> qr(const Array& a, const std::string& mode) {
+ll::QrResult qr(const Array& a, const std::string& mode, bool pivoting) {
   if (mode != "full" && mode != "economic" && mode != "r")
     fail("qr", "mode must be 'full', 'economic' or 'r', got '" + mode + "'");
   const Array x =
       jnp::detail::promote("scipy.linalg.qr", {a}, false, jnp::detail::Promote::Inexact).args[0];
   if (x.ndim() < 2) fail("qr", "needs a matrix, got shape " + shape_to_string(x.shape()));
-  auto [q, r] = ll::qr(x, mode != "economic");
-  if (mode == "r") return {Array(), r};
-  return {q, r};
+  ll::QrResult r = ll::qr(x, mode != "economic", pivoting);
+  if (mode == "r") r.q = Array();
+  return r;
+}
+
+std::pair<Array, Array> qr(const Array& a, const std::string& mode) {
+  ll::QrResult r = qr(a, mode, false);
+  return {r.q, r.r};
 }
 
 Array block_diag(const std::vector<Array>& arrays) {

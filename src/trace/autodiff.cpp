@@ -15,6 +15,7 @@
 
 #include "cujax/lax.h"
 #include "trace/autodiff_markers.h"
+#include "trace/batching_rules.h"
 #include "trace/replay.h"
 #include "trace/vjp_rules.h"
 
@@ -278,6 +279,48 @@ Array record_custom_jvp(const Mark& start, const std::vector<Array>& inputs,
   Array y = identity(out);
   state().customs[y.tracer_value()->defining_op] = rec;
   return y;
+}
+
+Batched batch_custom_vjp_marker(const ir::Operation* op, int64_t size,
+                                const std::function<Batched(ir::Value*)>& get) {
+  const std::shared_ptr<CustomRecord> rec = state().customs.at(op);
+  if (rec->what != "custom_vjp")
+    throw Error("vmap of a custom_jvp function under grad is not supported yet");
+  TraceContext& tc = active("vmap");
+  // Everything with the batch dimension first (unbatched values broadcast), so that the new
+  // record's bwd is the recorded one vmapped over axis 0 of every argument.
+  const auto front = [&](ir::Value* v) {
+    const Batched b = get(v);
+    return batching::batch_at(b.value, b.bdim, size, 0);
+  };
+  std::vector<Array> inputs, residuals;
+  for (const Array& x : rec->inputs) inputs.push_back(front(tc.value_of(x)));
+  for (const Array& r : rec->residuals) residuals.push_back(front(tc.value_of(r)));
+  std::vector<ShapeDtype> per_example;
+  for (const Array& x : rec->inputs) per_example.push_back({x.shape(), x.dtype()});
+  const CustomBwd inner = rec->bwd;
+  // bwd may leave a cotangent out (an invalid Array); vmap needs every output, so zeros.
+  const auto one = [inner, per_example](const std::vector<Array>& res, const Array& g) {
+    std::vector<Array> gs = inner(res, g);
+    for (size_t i = 0; i < gs.size() && i < per_example.size(); ++i)
+      if (!gs[i].valid()) gs[i] = lax::full(per_example[i].shape, 0.0, per_example[i].dtype);
+    return gs;
+  };
+  // The output is moved before the mark: no op of the new record's (empty) forward part may
+  // read a value from outside it.
+  const Array y = front(op->operands[0]);
+  const Mark start = mark();
+  Batched out{record_custom_vjp(start, inputs, y, residuals,
+                                [one](const std::vector<Array>& res, const Array& g) {
+                                  return vmap(one)(res, g);
+                                }),
+              0};
+  // A value the function closes over is refused under grad as before, in its batched form.
+  const std::shared_ptr<CustomRecord> batched =
+      state().customs.at(tc.value_of(out.value)->defining_op);
+  for (const ir::Value* v : rec->closed_over)
+    batched->closed_over.push_back(tc.value_of(get(const_cast<ir::Value*>(v)).value));
+  return out;
 }
 
 std::vector<Array> backward(const std::vector<ir::Operation*>& ops,

@@ -180,8 +180,11 @@ struct Walk {
       for (size_t i = 0; i < rs.size(); ++i) env[op->result(i)] = Batched{rs[i], std::nullopt};
       return;
     }
-    if (is_custom_vjp_marker(op))
-      throw Error("vmap of a custom_vjp or custom_jvp function under grad is not supported yet");
+    if (is_custom_vjp_marker(op)) {
+      env[op->result(0)] =
+          batch_custom_vjp_marker(op, size, [this](ir::Value* v) { return get(v); });
+      return;
+    }
     if (is_stop_gradient_marker(op)) {
       const Batched x = get(op->operands[0]);
       env[op->result(0)] = Batched{stop_gradient(x.value), x.bdim};

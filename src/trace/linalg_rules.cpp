@@ -1,7 +1,8 @@
 // The VJP and batching rules of lax.linalg's custom calls (lapack_?*_ffi, lax/linalg.cpp).
 //
-// VJPs: trsm's and gtsv's are written out (JAX's transpose rules). potrf, getrf, syevd/heevd and
-// gesdd have JAX's JVP rules (cholesky_jvp_rule, lu_jvp_rule, eigh_jvp_rule, svd_jvp_rule), which
+// VJPs: trsm's and gtsv's are written out (JAX's transpose rules). potrf, getrf, geev,
+// syevd/heevd and gesdd have JAX's JVP rules (cholesky_jvp_rule, lu_jvp_rule, eig_jvp_rule,
+// eigh_jvp_rule, svd_jvp_rule), which
 // are linear in the tangent; their VJP is that linear map transposed by the backward walk itself,
 // as JAX transposes its JVPs. Like JAX's primitives, the rules take the perturbation of the
 // whole (Hermitian) matrix; the symmetrization before the call carries it to both triangles.
@@ -79,21 +80,50 @@ Tangents potrf_jvp(const VjpArgs& a, const Array& da) {
   return {{0}, {jnp::matmul(l, phi)}};
 }
 
-// lu_jvp_rule for square matrices: with X = L^-1 P A' U^-1, LU' = L tril(X, -1) + triu(X) U.
+// lu_jvp_rule (De Hoog, Anderssen and Lukas): with L [m, m] (unit lower, padded with I's
+// columns), U [n, n] (upper, padded with I's rows) and X = L^-1 P A' U^-1 [m, n],
+// LU' = L tril(X, -1) + triu(X) U.
 Tangents getrf_jvp(const VjpArgs& a, const Array& da) {
   const Array& lu = a.results[0];
-  const int64_t n = lu.shape().back();
-  if (lu.shape()[lu.ndim() - 2] != n)
-    no_grad(a.op, "the LU decomposition of a non-square matrix " + shape_to_string(lu.shape()) +
-                      " is not differentiable here");
+  const int64_t nd = lu.ndim();
+  const int64_t m = lu.shape()[nd - 2], n = lu.shape().back(), k = std::min(m, n);
   const Array pivots = jnp::subtract(a.results[1], 1);
-  const Array perm = ll::lu_pivots_to_permutation(pivots, n);
+  const Array perm = ll::lu_pivots_to_permutation(pivots, m);
   const Array pa = jnp::take_along_axis(da, jnp::expand_dims(perm, -1), -2);
-  const Array la = ll::triangular_solve(lu, pa, true, true, false, false, true);
-  const Array x = ll::triangular_solve(lu, la, false, false);
-  const Array l = jnp::add(jnp::tril(lu, -1), eye_as(lu));
-  const Array u = jnp::triu(lu);
+  std::vector<int64_t> start(static_cast<size_t>(nd), 0);
+  Shape cols = lu.shape(), rows = lu.shape();
+  cols[nd - 1] = k;
+  rows[nd - 2] = k;
+  std::vector<std::pair<int64_t, int64_t>> lpad(static_cast<size_t>(nd), {0, 0});
+  std::vector<std::pair<int64_t, int64_t>> upad = lpad;
+  lpad[nd - 1] = {0, m - k};
+  upad[nd - 2] = {0, n - k};
+  Shape ls = lu.shape();
+  ls[nd - 1] = m;
+  const Array l = jnp::add(jnp::pad(jnp::tril(lax::slice(lu, start, cols), -1), lpad),
+                           eye_as(jnp::zeros(ls, lu.dtype())));
+  // U's padding rows carry the identity's trailing block so that U stays invertible.
+  const Array u_eye = to_diag(jnp::astype(jnp::greater_equal(jnp::arange(n), k), lu.dtype()));
+  const Array u = jnp::add(jnp::pad(jnp::triu(lax::slice(lu, start, rows)), upad), u_eye);
+  const Array la = ll::triangular_solve(l, pa, true, true, false, false, true);
+  const Array x = ll::triangular_solve(u, la, false, false);
   return {{0}, {jnp::add(jnp::matmul(l, jnp::tril(x, -1)), jnp::matmul(jnp::triu(x), u))}};
+}
+
+// eig_jvp_rule: eigenvalues only (JAX refuses eigenvector derivatives). With V the right
+// eigenvectors, computed again as JAX does, w' = diag(V^-1 A' V).
+Tangents geev_jvp(const VjpArgs& a, const Array& da) {
+  if (config_char(a.op, "compute_left", 'N') == 'V' ||
+      config_char(a.op, "compute_right", 'N') == 'V')
+    no_grad(a.op,
+            "the derivatives of eigenvectors are not implemented, only eigenvalues (as in JAX; "
+            "see https://github.com/jax-ml/jax/issues/2748): use compute_left_eigenvectors = "
+            "compute_right_eigenvectors = false, or jnp::linalg::eigvals");
+  const Array v = ll::eig(a.operands[0], false, true).vr;
+  const Array dw =
+      jnp::sum(jnp::multiply(jnp::linalg::solve(v, jnp::astype(da, v.dtype())), mT(v)), -1);
+  if (is_complex(a.operands[0].dtype())) return {{0}, {dw}};
+  return {{0, 1}, {jnp::real(dw), jnp::imag(dw)}};
 }
 
 // eigh_jvp_rule: with M = V^H A' V, V' = V (F o M), w' = real(diag(M)), F_ij = 1 / (w_j - w_i).
@@ -273,8 +303,22 @@ std::vector<std::optional<Array>> linalg_vjp(const VjpArgs& a) {
   if (f == "syevd" || f == "heevd") return transpose_jvp(a, syevd_jvp);
   if (f == "gesdd") return transpose_jvp(a, gesdd_jvp);
   if (f == "gtsv") return gtsv_vjp(a);
+  if (f == "geev") return transpose_jvp(a, geev_jvp);
+  // JAX defines no derivative for these primitives either; its message names the primitive.
+  static const std::pair<const char*, const char*> jax_names[] = {{"gees", "schur"},
+                                                                  {"gehrd", "hessenberg"},
+                                                                  {"sytrd", "tridiagonal"},
+                                                                  {"hetrd", "tridiagonal"},
+                                                                  {"orgqr", "householder_product"},
+                                                                  {"ungqr", "householder_product"},
+                                                                  {"geqrf", "geqrf"},
+                                                                  {"geqp3", "geqp3"}};
+  for (const auto& [family, name] : jax_names)
+    if (f == family)
+      no_grad(a.op, std::string("Differentiation rule for '") + name + "' not implemented");
   no_grad(a.op,
-          "it has no VJP rule (differentiable: potrf, getrf, syevd/heevd, gesdd, trsm, gtsv)");
+          "it has no VJP rule (differentiable: potrf, getrf, geev, syevd/heevd, gesdd, trsm, "
+          "gtsv)");
 }
 
 std::vector<Batched> linalg_batch(const BatchArgs& a) {

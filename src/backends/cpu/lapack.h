@@ -49,7 +49,8 @@ CUJAX_LAPACK_PER_TYPE(z, c128, double)
   void p##gees_(const fchar*, const fchar*, select_fn, const fint*, T*, const fint*, fint*, T*,    \
                 T*, T*, const fint*, T*, const fint*, fint*, fint*, size_t, size_t);               \
   void p##sytrd_(const fchar*, const fint*, T*, const fint*, T*, T*, T*, T*, const fint*, fint*,   \
-                 size_t);
+                 size_t);                                                                          \
+  void p##geqp3_(const fint*, const fint*, T*, const fint*, fint*, T*, T*, const fint*, fint*);
 CUJAX_LAPACK_REAL(s, float)
 CUJAX_LAPACK_REAL(d, double)
 #undef CUJAX_LAPACK_REAL
@@ -68,7 +69,8 @@ CUJAX_LAPACK_REAL(d, double)
   void p##gees_(const fchar*, const fchar*, select_fn, const fint*, T*, const fint*, fint*, T*,    \
                 T*, const fint*, T*, const fint*, R*, fint*, fint*, size_t, size_t);               \
   void p##hetrd_(const fchar*, const fint*, T*, const fint*, R*, R*, T*, T*, const fint*, fint*,   \
-                 size_t);
+                 size_t);                                                                          \
+  void p##geqp3_(const fint*, const fint*, T*, const fint*, fint*, T*, T*, const fint*, R*, fint*);
 CUJAX_LAPACK_COMPLEX(c, c64, float)
 CUJAX_LAPACK_COMPLEX(z, c128, double)
 #undef CUJAX_LAPACK_COMPLEX

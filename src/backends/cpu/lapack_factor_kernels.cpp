@@ -1,7 +1,7 @@
 // JAX's factorization and solver custom calls on the host: Cholesky (potrf), LU (getrf), QR
-// (geqrf, orgqr/ungqr), Hessenberg (gehrd), tridiagonal reduction (sytrd/hetrd), triangular
-// (trsm) and tridiagonal (gtsv, cuSPARSE's gtsv2) solves, and the cuda helpers
-// cu_lu_pivots_to_permutation and cu_threefry2x32. Buffers are in the call's layouts
+// (geqrf, orgqr/ungqr; column-pivoted geqp3), Hessenberg (gehrd), tridiagonal reduction
+// (sytrd/hetrd), triangular (trsm) and tridiagonal (gtsv, cuSPARSE's gtsv2) solves, and the cuda
+// helpers cu_lu_pivots_to_permutation and cu_threefry2x32. Buffers are in the call's layouts
 // (linalg_kernels.h): LAPACK's column-major matrices, one per batch element.
 #include <cblas.h>
 
@@ -98,6 +98,45 @@ LinalgBody geqrf(const LinalgCall& call) {
       for (int64_t b = 0; b < d.batch; ++b)
         CUJAX_LAPACK_PICK(T, geqrf_, &m, &n, out[0].data_as<T>() + b * d.rows * d.cols, &lda,
                           out[1].data_as<T>() + b * k, work.data(), &lwork, &info);
+    };
+  });
+}
+
+// Column-pivoted QR: a [..., m, n] and jpvt [..., n] (nonzero: a column fixed in front; JAX
+// passes zeros) -> the reflectors and R as geqrf's, jpvt the 1-based column order, tau [..., k].
+LinalgBody geqp3(const LinalgCall& call) {
+  const MatrixDims d = matrix_operand(call, false);
+  const Shape& s = call.operands[0];
+  const int64_t k = std::min(d.rows, d.cols);
+  call.require(call.operands.size() == 2 && call.operands[1] == batch_shape(s, {d.cols}),
+               "takes a [..., m, n] matrix and [..., n] int32 column pivots");
+  call.require_result(0, call.dtype, s);
+  call.require_result(1, DType::I32, batch_shape(s, {d.cols}));
+  call.require_result(2, call.dtype, batch_shape(s, {k}));
+  return with_lapack_type(call, [=](auto tag) -> LinalgBody {
+    using T = typename decltype(tag)::type;
+    return [=](std::vector<HostTensor>& in, std::vector<HostTensor>& out) {
+      out[0] = in[0];
+      out[1] = in[1];
+      const fint m = static_cast<fint>(d.rows), n = static_cast<fint>(d.cols);
+      const fint lda = std::max<fint>(1, m);
+      if (m == 0 || n == 0) return;
+      T query{};
+      fint lwork = -1, info = 0;
+      std::vector<Real<T>> rwork(static_cast<size_t>(2 * n));
+      const auto call_geqp3 = [&](T* a, fint* jpvt, T* tau, T* work) {
+        if constexpr (lapack::is_complex_v<T>)
+          CUJAX_LAPACK_PICK_COMPLEX(T, geqp3_, &m, &n, a, &lda, jpvt, tau, work, &lwork,
+                                    rwork.data(), &info);
+        else
+          CUJAX_LAPACK_PICK_REAL(T, geqp3_, &m, &n, a, &lda, jpvt, tau, work, &lwork, &info);
+      };
+      call_geqp3(out[0].data_as<T>(), out[1].data_as<fint>(), out[2].data_as<T>(), &query);
+      lwork = lapack::work_size(query);
+      std::vector<T> work(static_cast<size_t>(lwork));
+      for (int64_t b = 0; b < d.batch; ++b)
+        call_geqp3(out[0].data_as<T>() + b * d.rows * d.cols, out[1].data_as<fint>() + b * d.cols,
+                   out[2].data_as<T>() + b * k, work.data());
     };
   });
 }
@@ -405,6 +444,7 @@ LinalgBody lapack_factor_body(const LinalgCall& call) {
   if (f == "potrf") return potrf(call);
   if (f == "getrf") return getrf(call);
   if (f == "geqrf") return geqrf(call);
+  if (f == "geqp3") return geqp3(call);
   if (f == "orgqr") return orgqr(call);
   if (f == "gehrd") return gehrd(call);
   if (f == "sytrd") return sytrd(call);

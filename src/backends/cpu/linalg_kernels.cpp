@@ -158,9 +158,9 @@ std::pair<std::string, bool> family_of(const std::string& target, DType dtype,
   if (starts_with(target, "lapack_") && ends_with(target, "_ffi") && target.size() > 12) {
     const char p = target[7];
     std::string name = target.substr(8, target.size() - 12);
-    static const char* kNames[] = {"potrf", "getrf", "geqrf", "orgqr", "ungqr", "syevd",
-                                   "heevd", "gesdd", "gesvd", "geev",  "gees",  "gehrd",
-                                   "sytrd", "hetrd", "trsm",  "gtsv"};
+    static const char* kNames[] = {"potrf", "getrf", "geqrf", "geqp3", "orgqr", "ungqr",
+                                   "syevd", "heevd", "gesdd", "gesvd", "geev",  "gees",
+                                   "gehrd", "sytrd", "hetrd", "trsm",  "gtsv"};
     bool known = false;
     for (const char* n : kNames) known = known || name == n;
     if (!known) return {"", false};
