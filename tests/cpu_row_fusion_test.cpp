@@ -228,6 +228,29 @@ func.func public @main(%z: $X, %label: tensor<17xi32>) -> (tensor<17xf32>, tenso
   }
 }
 
+// A broadcast back along the rows computed inside one fused step and read again by a later one:
+// the later step reads the broadcast's result, which the first step writes out.
+TEST(CpuRowFusion, ExpandReadByALaterStep) {
+  const std::string text = R"(
+func.func public @main(%x: tensor<24x40xf32>) -> tensor<24x40xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<24x40xf32>, tensor<f32>) -> tensor<24xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<24xf32>) -> tensor<24x40xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<24x40xf32>
+  %dt = stablehlo.transpose %d, dims = [1, 0] : (tensor<24x40xf32>) -> tensor<40x24xf32>
+  %back = stablehlo.transpose %dt, dims = [1, 0] : (tensor<40x24xf32>) -> tensor<24x40xf32>
+  %w = stablehlo.multiply %back, %mb : tensor<24x40xf32>
+  %w2 = stablehlo.add %w, %back : tensor<24x40xf32>
+  return %w2 : tensor<24x40xf32>
+}
+)";
+  const cpu::FusionPlan plan = plan_of(text);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_EQ(plan.steps[0].outputs.size(), 2u);  // %mb and %d
+  const std::vector<HostTensor> args = {random_f32({24, 40}, 10)};
+  expect_bit_identical(run(text, args, true), run(text, args, false));
+}
+
 // Element types the fuser does not compute (f16, bf16, i32) and reduces it does not take (a
 // leading dimension, fewer than 8 rows, a non-f32 input) run as their own steps, with the same
 // results as without fusion.

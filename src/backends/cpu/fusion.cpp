@@ -73,11 +73,17 @@ CUJAX_TILE_LOOP void convert_tile(const void* const* in, void* out, int64_t n) {
 
 template <class T>
 CUJAX_TILE_LOOP void select_tile(const void* const* in, void* out, int64_t n) {
-  const bool* p = static_cast<const bool*>(in[0]);
-  const T* t = static_cast<const T*>(in[1]);
-  const T* f = static_cast<const T*>(in[2]);
-  T* o = static_cast<T*>(out);
-  for (int64_t i = 0; i < n; ++i) o[i] = p[i] ? t[i] : f[i];
+  // Bytes, not bool, and both sides loaded before the choice: the vectorizer has no vector type
+  // for bool, and `p[i] ? t[i] : f[i]` loads one side conditionally; either kept it scalar.
+  using E = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+  const uint8_t* p = static_cast<const uint8_t*>(in[0]);
+  const E* t = static_cast<const E*>(in[1]);
+  const E* f = static_cast<const E*>(in[2]);
+  E* o = static_cast<E*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    const E a = t[i], b = f[i];
+    o[i] = p[i] != 0 ? a : b;
+  }
 }
 
 // Row reductions of f32: out[r] folds in[r * len, (r + 1) * len) in order from *init, eight rows
@@ -726,7 +732,8 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
           input.shape = v->type.shape;
           const ir::Value* source = v;
           auto def = defined_by.find(v);
-          if (def != defined_by.end() && view[def->second]) {
+          // A broadcast computed by another group (as its expand node) is a full input.
+          if (def != defined_by.end() && view[def->second] && group_of[def->second] < 0) {
             input.full = false;
             input.view = *view[def->second];
             source = block.ops[def->second]->operands[0];
