@@ -400,6 +400,20 @@ void run_tiles(const FusedProgram& p, const std::vector<const void*>& in,
   values.resize(num_inputs + p.nodes.size());
   auto tile_buffer = [&](size_t value) { return scratch.data() + value * capacity; };
   const void* args[3];
+  // A broadcast scalar (a constant, a reduce's init value) is the same tile every time: fill it
+  // once per call. Input tiles are never written by nodes, so it stays.
+  auto is_scalar = [&](size_t i) { return !p.inputs[i].full && p.inputs[i].view.period == 1; };
+  for (size_t i = 0; i < num_inputs; ++i) {
+    if (!is_scalar(i)) continue;
+    if (p.inputs[i].dtype == DType::F32) {
+      expand_view(static_cast<const float*>(in[i]), p.inputs[i].view, 0, capacity, tile_buffer(i));
+      values[i] = tile_buffer(i);
+    } else {
+      bool* dst = reinterpret_cast<bool*>(tile_buffer(i));
+      expand_view(static_cast<const bool*>(in[i]), p.inputs[i].view, 0, capacity, dst);
+      values[i] = dst;
+    }
+  }
   for (int64_t t = begin; t < end; t += tile_rows) {
     const int64_t rows = std::min(tile_rows, end - t);
     // Where a value's tile starts in its tensor, and its length.
@@ -408,6 +422,7 @@ void run_tiles(const FusedProgram& p, const std::vector<const void*>& in,
     for (size_t i = 0; i < num_inputs; ++i) {
       const FusedProgram::Input& input = p.inputs[i];
       const int64_t at = first(input.per_row), n = count(input.per_row);
+      if (is_scalar(i)) continue;
       if (input.full) {
         values[i] = static_cast<const std::byte*>(in[i]) + at * element_size(input.dtype);
       } else if (input.dtype == DType::F32) {
