@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -72,11 +73,68 @@ CUJAX_TILE_LOOP void convert_tile(const void* const* in, void* out, int64_t n) {
 
 template <class T>
 CUJAX_TILE_LOOP void select_tile(const void* const* in, void* out, int64_t n) {
-  const bool* p = static_cast<const bool*>(in[0]);
-  const T* t = static_cast<const T*>(in[1]);
-  const T* f = static_cast<const T*>(in[2]);
-  T* o = static_cast<T*>(out);
-  for (int64_t i = 0; i < n; ++i) o[i] = p[i] ? t[i] : f[i];
+  // Bytes, not bool, and both sides loaded before the choice: the vectorizer has no vector type
+  // for bool, and `p[i] ? t[i] : f[i]` loads one side conditionally; either kept it scalar.
+  using E = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+  const uint8_t* p = static_cast<const uint8_t*>(in[0]);
+  const E* t = static_cast<const E*>(in[1]);
+  const E* f = static_cast<const E*>(in[2]);
+  E* o = static_cast<E*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    const E a = t[i], b = f[i];
+    o[i] = p[i] != 0 ? a : b;
+  }
+}
+
+// Row reductions of f32: out[r] folds in[r * len, (r + 1) * len) in order from *init, eight rows
+// at a time, exactly as the reduce kernel's contiguous-row path does (so the sums are the same
+// bits); the eight chains of dependent operations overlap instead of waiting on each other.
+using RowReduceFn = void (*)(const float* in, const float* init, float* out, int64_t rows,
+                             int64_t len);
+
+struct ReduceAdd {
+  float operator()(float a, float b) const { return a + b; }
+};
+struct ReduceMul {
+  float operator()(float a, float b) const { return a * b; }
+};
+// IEEE-754 maximum and minimum as the reduce kernel computes them: NaN propagates, -0 < +0.
+struct ReduceMax {
+  float operator()(float a, float b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    if (a > b) return a;
+    if (b > a) return b;
+    return std::signbit(a) ? b : a;
+  }
+};
+struct ReduceMin {
+  float operator()(float a, float b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    if (a < b) return a;
+    if (b < a) return b;
+    return std::signbit(a) ? a : b;
+  }
+};
+
+template <class Op>
+CUJAX_TILE_LOOP void reduce_rows(const float* in, const float* init, float* out, int64_t rows,
+                                 int64_t len) {
+  constexpr int64_t kRows = 8;
+  for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
+    const int64_t count = std::min(kRows, rows - r0);
+    const float* q[kRows];
+    float acc[kRows];
+    for (int64_t r = 0; r < kRows; ++r) {
+      // A short last group repeats its last row rather than branching in the loop.
+      q[r] = in + (r0 + std::min(r, count - 1)) * len;
+      acc[r] = *init;
+    }
+    for (int64_t i = 0; i < len; ++i)
+      for (int64_t r = 0; r < kRows; ++r) acc[r] = Op{}(acc[r], q[r][i]);
+    for (int64_t r = 0; r < count; ++r) out[r0 + r] = acc[r];
+  }
 }
 
 // The tile functions of the same-type unary and binary ops, by element type.
@@ -201,20 +259,90 @@ std::optional<BroadcastView> broadcast_view(const ir::Operation& op) {
   return view;
 }
 
-// The compiled form of one group: values are numbered inputs first, then nodes.
+// A reduce that a fused step computes row by row: one f32 input folded by add, multiply,
+// maximum or minimum over its trailing dimensions (size-1 dimensions aside), so each result
+// element folds `len` contiguous elements. Longer rows and fewer rows are left to the reduce
+// kernel, which splits them differently.
+struct RowReduce {
+  RowReduceFn fn = nullptr;
+  int64_t len = 1;   // elements folded per result element
+  int64_t rows = 1;  // result elements
+};
+constexpr int64_t kMaxRowLength = 16384;
+constexpr int64_t kMinRows = 8;
+
+std::optional<RowReduce> row_reduce(const ir::Operation& op) {
+  if (op.name != "stablehlo.reduce" || op.operands.size() != 2 || op.num_results() != 1 ||
+      op.regions.size() != 1)
+    return std::nullopt;
+  const ir::Type& x = op.operands[0]->type;
+  const ir::Type& init = op.operands[1]->type;
+  const ir::Type& r = op.result(0)->type;
+  if (x.is_token || init.is_token || r.is_token || x.dtype != DType::F32 ||
+      init.dtype != DType::F32 || r.dtype != DType::F32 || init.rank() != 0)
+    return std::nullopt;
+  const std::optional<std::string> body = simple_binary_region(*op.regions[0]);
+  if (!body) return std::nullopt;
+  RowReduce rr;
+  if (*body == "stablehlo.add")
+    rr.fn = reduce_rows<ReduceAdd>;
+  else if (*body == "stablehlo.multiply")
+    rr.fn = reduce_rows<ReduceMul>;
+  else if (*body == "stablehlo.maximum")
+    rr.fn = reduce_rows<ReduceMax>;
+  else if (*body == "stablehlo.minimum")
+    rr.fn = reduce_rows<ReduceMin>;
+  else
+    return std::nullopt;
+  std::vector<bool> reduced(x.shape.size(), false);
+  for (int64_t d : op.ints("dimensions")) {
+    if (d < 0 || d >= x.rank() || reduced[d]) return std::nullopt;
+    reduced[d] = true;
+  }
+  bool seen_kept = false;  // walking from the last dimension outwards
+  for (size_t d = x.shape.size(); d-- > 0;) {
+    if (x.shape[d] == 1) continue;
+    if (reduced[d]) {
+      if (seen_kept) return std::nullopt;  // a reduced dimension left of a kept one
+      rr.len *= x.shape[d];
+    } else {
+      seen_kept = true;
+      rr.rows *= x.shape[d];
+    }
+  }
+  if (rr.len <= 1 || rr.len > kMaxRowLength || rr.rows < kMinRows) return std::nullopt;
+  if (rr.rows * rr.len != x.num_elements() || r.num_elements() != rr.rows) return std::nullopt;
+  return rr;
+}
+
+// The compiled form of one group: values are numbered inputs first, then nodes. A group with
+// row reductions runs over rows of `row_length` elements: its values are either row-level
+// (one element per element of the group's shape) or per-row (one element per row: the
+// reductions' results and the element-wise ops on them), and an expand node broadcasts a
+// per-row value back along its rows. Without reductions every element is a row of one.
 struct FusedProgram {
   struct Input {
     DType dtype = DType::F32;
-    bool full = true;    // a tensor of the group's shape; else a broadcast source
-    BroadcastView view;  // when !full
+    bool per_row = false;  // indexed by row, not by element
+    bool full = true;      // a tensor of its level's size; else a broadcast source
+    Shape shape;           // when full
+    BroadcastView view;    // when !full
   };
+  enum class Kind { Map, Reduce, Expand, Copy };
   struct Node {
-    TileFn fn = nullptr;
-    std::vector<int> args;  // value numbers
+    Kind kind = Kind::Map;
+    TileFn fn = nullptr;           // Map
+    RowReduceFn reduce = nullptr;  // Reduce: args are the operand and the init value
+    std::vector<int> args;         // value numbers
     DType dtype = DType::F32;
+    bool per_row = false;
+    Shape shape;      // of the op's result
     int output = -1;  // index of the group output it writes, or -1 (scratch)
+    int slot = -1;    // its scratch tile when it is not an output
   };
   Shape shape;
+  int64_t row_length = 1;
+  int num_slots = 0;  // scratch tiles for the nodes: as many as are live at once
   std::vector<Input> inputs;
   std::vector<Node> nodes;
   std::vector<int> output_nodes;  // node of each output
@@ -254,38 +382,84 @@ size_t element_size(DType t) {
   return t == DType::Bool ? sizeof(bool) : sizeof(float);
 }
 
-// Computes elements [begin, end) of every node, kTile at a time.
+template <class T>
+void expand_rows(const T* __restrict src, int64_t rows, int64_t len, T* __restrict dst) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(dst + r * len, dst + (r + 1) * len, src[r]);
+}
+
+// Computes rows [begin, end) of every node, a tile of about kTile elements at a time.
 void run_tiles(const FusedProgram& p, const std::vector<const void*>& in,
                const std::vector<void*>& out, int64_t begin, int64_t end) {
   const size_t num_inputs = p.inputs.size();
-  thread_local std::vector<float> scratch;  // float-aligned; bool tiles use its bytes
+  const int64_t len = p.row_length;
+  const int64_t tile_rows = std::max<int64_t>(1, kTile / len);
+  const int64_t capacity = tile_rows * len;  // elements per value and tile
+  thread_local std::vector<float> scratch;   // float-aligned; bool tiles use its bytes
   thread_local std::vector<const void*> values;
-  scratch.resize((num_inputs + p.nodes.size()) * kTile);
+  scratch.resize((num_inputs + p.num_slots) * static_cast<size_t>(capacity));
   values.resize(num_inputs + p.nodes.size());
-  auto tile_buffer = [&](size_t value) { return scratch.data() + value * kTile; };
+  auto tile_buffer = [&](size_t value) { return scratch.data() + value * capacity; };
   const void* args[3];
-  for (int64_t t = begin; t < end; t += kTile) {
-    const int64_t n = std::min(kTile, end - t);
+  // A broadcast scalar (a constant, a reduce's init value) is the same tile every time: fill it
+  // once per call. Input tiles are never written by nodes, so it stays.
+  auto is_scalar = [&](size_t i) { return !p.inputs[i].full && p.inputs[i].view.period == 1; };
+  for (size_t i = 0; i < num_inputs; ++i) {
+    if (!is_scalar(i)) continue;
+    if (p.inputs[i].dtype == DType::F32) {
+      expand_view(static_cast<const float*>(in[i]), p.inputs[i].view, 0, capacity, tile_buffer(i));
+      values[i] = tile_buffer(i);
+    } else {
+      bool* dst = reinterpret_cast<bool*>(tile_buffer(i));
+      expand_view(static_cast<const bool*>(in[i]), p.inputs[i].view, 0, capacity, dst);
+      values[i] = dst;
+    }
+  }
+  for (int64_t t = begin; t < end; t += tile_rows) {
+    const int64_t rows = std::min(tile_rows, end - t);
+    // Where a value's tile starts in its tensor, and its length.
+    auto first = [&](bool per_row) { return per_row ? t : t * len; };
+    auto count = [&](bool per_row) { return per_row ? rows : rows * len; };
     for (size_t i = 0; i < num_inputs; ++i) {
       const FusedProgram::Input& input = p.inputs[i];
+      const int64_t at = first(input.per_row), n = count(input.per_row);
+      if (is_scalar(i)) continue;
       if (input.full) {
-        values[i] = static_cast<const std::byte*>(in[i]) + t * element_size(input.dtype);
+        values[i] = static_cast<const std::byte*>(in[i]) + at * element_size(input.dtype);
       } else if (input.dtype == DType::F32) {
-        expand_view(static_cast<const float*>(in[i]), input.view, t, n, tile_buffer(i));
+        expand_view(static_cast<const float*>(in[i]), input.view, at, n, tile_buffer(i));
         values[i] = tile_buffer(i);
       } else {
         bool* dst = reinterpret_cast<bool*>(tile_buffer(i));
-        expand_view(static_cast<const bool*>(in[i]), input.view, t, n, dst);
+        expand_view(static_cast<const bool*>(in[i]), input.view, at, n, dst);
         values[i] = dst;
       }
     }
     for (size_t k = 0; k < p.nodes.size(); ++k) {
       const FusedProgram::Node& node = p.nodes[k];
       for (size_t a = 0; a < node.args.size(); ++a) args[a] = values[node.args[a]];
+      const size_t size = element_size(node.dtype);
       void* dst = node.output >= 0
-                      ? static_cast<std::byte*>(out[node.output]) + t * element_size(node.dtype)
-                      : static_cast<void*>(tile_buffer(num_inputs + k));
-      node.fn(args, dst, n);
+                      ? static_cast<std::byte*>(out[node.output]) + first(node.per_row) * size
+                      : static_cast<void*>(tile_buffer(num_inputs + node.slot));
+      switch (node.kind) {
+        case FusedProgram::Kind::Map:
+          node.fn(args, dst, count(node.per_row));
+          break;
+        case FusedProgram::Kind::Reduce:
+          node.reduce(static_cast<const float*>(args[0]), static_cast<const float*>(args[1]),
+                      static_cast<float*>(dst), rows, len);
+          break;
+        case FusedProgram::Kind::Expand:
+          if (node.dtype == DType::F32)
+            expand_rows(static_cast<const float*>(args[0]), rows, len, static_cast<float*>(dst));
+          else
+            expand_rows(static_cast<const bool*>(args[0]), rows, len, static_cast<bool*>(dst));
+          break;
+        case FusedProgram::Kind::Copy:
+          if (dst != args[0])
+            std::memcpy(dst, args[0], static_cast<size_t>(count(node.per_row)) * size);
+          break;
+      }
       values[num_inputs + k] = dst;
     }
   }
@@ -301,8 +475,9 @@ Kernel fused_kernel(std::shared_ptr<const FusedProgram> program, std::string whe
     std::vector<const void*> in_data(in.size());
     for (size_t i = 0; i < in.size(); ++i) {
       const FusedProgram::Input& input = p->inputs[i];
-      const bool ok = in[i].dtype() == input.dtype &&
-                      (input.full ? in[i].shape() == p->shape : in[i].size() == input.view.period);
+      const bool ok =
+          in[i].dtype() == input.dtype &&
+          (input.full ? in[i].shape() == input.shape : in[i].size() == input.view.period);
       if (!ok)
         throw RuntimeError(where + ": input #" + std::to_string(i) + " is " + in[i].type_string() +
                            ", not the compiled type");
@@ -315,7 +490,10 @@ Kernel fused_kernel(std::shared_ptr<const FusedProgram> program, std::string whe
     // memory is one of this kernel's full inputs (an input and its reshaped views read the same
     // element at the same index), and no node after `node` reads any of them.
     auto reusable = [&](size_t i, int node) {
-      if (taken[i] || !p->inputs[i].full || in[i].dtype() != p->nodes[node].dtype) return false;
+      const FusedProgram::Node& out = p->nodes[node];
+      if (taken[i] || !p->inputs[i].full || p->inputs[i].per_row != out.per_row ||
+          in[i].dtype() != out.dtype || in[i].shape() != out.shape)
+        return false;
       long sharers = 0;
       for (size_t j = 0; j < in.size(); ++j) {
         if (in[j].data() != in[i].data()) continue;
@@ -333,19 +511,47 @@ Kernel fused_kernel(std::shared_ptr<const FusedProgram> program, std::string whe
       if (reuse >= 0)
         for (size_t j = 0; j < in.size(); ++j)
           if (in[j].data() == in[reuse].data()) taken[j] = true;
-      results.push_back(reuse >= 0 ? in[reuse]
-                                   : HostTensor::uninitialized(p->nodes[node].dtype, p->shape));
+      results.push_back(
+          reuse >= 0 ? in[reuse]
+                     : HostTensor::uninitialized(p->nodes[node].dtype, p->nodes[node].shape));
       out_data.push_back(results.back().data());
     }
     const int64_t grain = p->precise ? kGrainPrecise : kGrain;
+    const int64_t rows = n / p->row_length;
     auto body = [&](int64_t b, int64_t e) { run_tiles(*p, in_data, out_data, b, e); };
     if (n < 2 * grain) {
-      if (n > 0) body(0, n);
+      if (rows > 0) body(0, rows);
     } else {
-      parallel_for(n, grain, body);
+      parallel_for(rows, std::max<int64_t>(1, grain / p->row_length), body);
     }
     return results;
   };
+}
+
+// Gives each scratch node a tile that no live value holds: a node's tile is free again once its
+// last reader has run, so a long chain (Adam, a GELU gradient) keeps a few tiles in L1 instead
+// of one per op. A node never shares a tile with its own operands.
+void assign_slots(FusedProgram& p) {
+  const int num_inputs = static_cast<int>(p.inputs.size());
+  std::vector<int> last_use(p.nodes.size(), -1);
+  for (size_t k = 0; k < p.nodes.size(); ++k)
+    for (int a : p.nodes[k].args)
+      if (a >= num_inputs) last_use[a - num_inputs] = static_cast<int>(k);
+  std::vector<int> free_slots;
+  for (size_t k = 0; k < p.nodes.size(); ++k) {
+    FusedProgram::Node& node = p.nodes[k];
+    if (node.output < 0) {
+      if (free_slots.empty()) {
+        node.slot = p.num_slots++;
+      } else {
+        node.slot = free_slots.back();
+        free_slots.pop_back();
+      }
+    }
+    for (size_t j = 0; j <= k; ++j)
+      if (p.nodes[j].slot >= 0 && std::max(last_use[j], static_cast<int>(j)) == static_cast<int>(k))
+        free_slots.push_back(p.nodes[j].slot);
+  }
 }
 
 std::atomic<int> fusion_setting{-1};  // -1: not read from the environment yet
@@ -376,6 +582,7 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
   std::unordered_map<const ir::Value*, size_t> defined_by;
   std::vector<std::optional<TileOp>> tile(num_ops);
   std::vector<std::optional<BroadcastView>> view(num_ops);
+  std::vector<std::optional<RowReduce>> reduce(num_ops);
   for (size_t i = 0; i < num_ops; ++i) {
     const ir::Operation& op = *block.ops[i];
     for (const ir::Value* v : op.operands) users[v].push_back(i);
@@ -384,6 +591,7 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     for (const auto& r : op.results) defined_by[r.get()] = i;
     tile[i] = elementwise_tile_op(op);
     view[i] = broadcast_view(op);
+    reduce[i] = row_reduce(op);
   }
   for (size_t i = num_ops; i < block.ops.size(); ++i)
     for (const ir::Value* v : block.ops[i]->operands) users[v].push_back(kAfter);
@@ -391,34 +599,79 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
   // Runs of element-wise ops of one shape, one open run per shape. An op that reads a member
   // of an open run closes that run first, since the run's values exist only once its fused
   // step (placed at its last member) has run; other ops in between keep their place.
-  std::vector<int> group_of(num_ops, -1);
-  std::vector<std::vector<size_t>> runs;
-  struct OpenRun {
+  //
+  // A run also takes a reduce of its shape over trailing dimensions (rows), the element-wise
+  // ops on the per-row results (a mean, a variance plus epsilon, a log), their reshapes, and
+  // their broadcasts back along the rows; then softmax, layer norm and cross-entropy run in
+  // one pass over each tile of rows instead of materializing each step.
+  enum class Role { Map, MapPerRow, Reduce, Expand, Copy };
+  std::vector<Role> role(num_ops, Role::Map);
+  std::vector<bool> per_row(num_ops, false);  // a member whose result is indexed by row
+  struct Run {
     Shape shape;
     std::vector<size_t> members;
+    int64_t row_length = 1;  // > 1 once it holds a reduce
+    int64_t rows = 0;
   };
-  std::vector<OpenRun> open;
+  std::vector<Run> runs;
+  std::vector<Run> open;
   std::vector<int> open_run_of(num_ops, -1);  // index into `open` while the run is open
   auto close = [&](size_t r) {
     for (size_t m : open[r].members) open_run_of[m] = -1;
-    if (open[r].members.size() >= 2) {
-      for (size_t m : open[r].members) group_of[m] = static_cast<int>(runs.size());
-      runs.push_back(open[r].members);
-    }
+    if (open[r].members.size() >= 2) runs.push_back(open[r]);
     open[r].members.clear();
+    open[r].row_length = 1;
+    open[r].rows = 0;
+  };
+  auto open_run_with_shape = [&](const Shape& shape) {
+    for (size_t r = 0; r < open.size(); ++r)
+      if (open[r].shape == shape) return static_cast<int>(r);
+    open.push_back(Run{shape, {}, 1, 0});
+    return static_cast<int>(open.size() - 1);
+  };
+  // The open run that has `v` as a per-row value, or -1.
+  auto per_row_run_of = [&](const ir::Value* v) {
+    auto def = defined_by.find(v);
+    if (def == defined_by.end() || !per_row[def->second]) return -1;
+    return open_run_of[def->second];
+  };
+  // The open run whose per-row values `op` (of one result) computes on, or -1.
+  auto per_row_run = [&](const ir::Operation& op) {
+    for (const ir::Value* v : op.operands) {
+      const int r = per_row_run_of(v);
+      if (r >= 0 && op.result(0)->type.num_elements() == open[r].rows) return r;
+    }
+    return -1;
   };
   std::vector<const ir::Value*> reads;
   for (size_t i = 0; i < num_ops; ++i) {
     const ir::Operation& op = *block.ops[i];
     int own = -1;
     if (tile[i]) {
-      const Shape& shape = op.result(0)->type.shape;
-      for (size_t r = 0; r < open.size() && own < 0; ++r)
-        if (open[r].shape == shape) own = static_cast<int>(r);
-      if (own < 0) {
-        own = static_cast<int>(open.size());
-        open.push_back(OpenRun{shape, {}});
+      own = per_row_run(op);
+      role[i] = own >= 0 ? Role::MapPerRow : Role::Map;
+      if (own < 0) own = open_run_with_shape(op.result(0)->type.shape);
+    } else if (reduce[i]) {
+      // The init value comes from outside every open run (a constant, as a rule).
+      auto init = defined_by.find(op.operands[1]);
+      const bool init_outside = init == defined_by.end() || open_run_of[init->second] < 0;
+      const int r = open_run_with_shape(op.operands[0]->type.shape);
+      if (init_outside && (open[r].row_length == 1 || open[r].row_length == reduce[i]->len)) {
+        own = r;
+        role[i] = Role::Reduce;
+        open[r].row_length = reduce[i]->len;
+        open[r].rows = reduce[i]->rows;
       }
+    } else if (view[i]) {
+      const int r = per_row_run_of(op.operands[0]);
+      if (r >= 0 && op.result(0)->type.shape == open[r].shape && view[i]->period == open[r].rows &&
+          view[i]->repeat == open[r].row_length) {
+        own = r;
+        role[i] = Role::Expand;
+      }
+    } else if (op.name == "stablehlo.reshape" && op.operands.size() == 1 && op.num_results() == 1) {
+      own = per_row_run(op);
+      if (own >= 0) role[i] = Role::Copy;
     }
     reads.assign(op.operands.begin(), op.operands.end());
     if (!op.regions.empty())
@@ -432,18 +685,20 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     if (own >= 0) {
       open[own].members.push_back(i);
       open_run_of[i] = own;
+      per_row[i] = role[i] == Role::MapPerRow || role[i] == Role::Reduce || role[i] == Role::Copy;
     }
   }
   for (size_t r = 0; r < open.size(); ++r) close(r);
   // Fused steps are emitted at their last member, in program order.
   std::sort(runs.begin(), runs.end(),
-            [](const auto& x, const auto& y) { return x.back() < y.back(); });
+            [](const Run& x, const Run& y) { return x.members.back() < y.members.back(); });
+  std::vector<int> group_of(num_ops, -1);
   for (size_t g = 0; g < runs.size(); ++g)
-    for (size_t m : runs[g]) group_of[m] = static_cast<int>(g);
+    for (size_t m : runs[g].members) group_of[m] = static_cast<int>(g);
 
   // A view whose every user is a fused op is never materialized.
   for (size_t i = 0; i < num_ops; ++i) {
-    if (!view[i]) continue;
+    if (!view[i] || group_of[i] >= 0) continue;
     const auto& us = users[block.ops[i]->result(0)];
     plan.absorbed[i] = !us.empty() && std::all_of(us.begin(), us.end(), [&](size_t u) {
       return u != kAfter && group_of[u] >= 0;
@@ -451,9 +706,12 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
   }
 
   for (size_t g = 0; g < runs.size(); ++g) {
-    const std::vector<size_t>& members = runs[g];
+    const Run& run = runs[g];
+    const std::vector<size_t>& members = run.members;
     auto program = std::make_shared<FusedProgram>();
-    program->shape = block.ops[members[0]]->result(0)->type.shape;
+    program->shape = run.shape;
+    program->row_length = run.row_length;
+    const int64_t size = num_elements(run.shape);
     FusedStep step;
     // Value number of an input (>= 0) or of node k (-(k + 1)) until the inputs are known.
     std::unordered_map<const ir::Value*, int> number;
@@ -461,21 +719,44 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
       const ir::Operation& op = *block.ops[m];
       step.ops.push_back(&op);
       FusedProgram::Node node;
-      node.fn = tile[m]->fn;
       node.dtype = op.result(0)->type.dtype;
-      program->precise = program->precise || tile[m]->precise;
+      node.shape = op.result(0)->type.shape;
+      node.per_row = per_row[m];
+      switch (role[m]) {
+        case Role::Map:
+        case Role::MapPerRow:
+          node.fn = tile[m]->fn;
+          program->precise = program->precise || tile[m]->precise;
+          break;
+        case Role::Reduce:
+          node.kind = FusedProgram::Kind::Reduce;
+          node.reduce = reduce[m]->fn;
+          break;
+        case Role::Expand:
+          node.kind = FusedProgram::Kind::Expand;
+          break;
+        case Role::Copy:
+          node.kind = FusedProgram::Kind::Copy;
+          break;
+      }
       for (const ir::Value* v : op.operands) {
         auto it = number.find(v);
         if (it == number.end()) {
           FusedProgram::Input input;
           input.dtype = v->type.dtype;
+          input.shape = v->type.shape;
           const ir::Value* source = v;
           auto def = defined_by.find(v);
-          if (def != defined_by.end() && view[def->second]) {
+          // A broadcast computed by another group (as its expand node) is a full input.
+          if (def != defined_by.end() && view[def->second] && group_of[def->second] < 0) {
             input.full = false;
             input.view = *view[def->second];
             source = block.ops[def->second]->operands[0];
+          } else if (v->type.rank() == 0 && role[m] == Role::Reduce) {
+            input.full = false;  // the init value, read as a per-row broadcast
           }
+          // Row-level values have the group's size; the rest are per row.
+          input.per_row = v->type.num_elements() != size;
           it = number.emplace(v, static_cast<int>(program->inputs.size())).first;
           program->inputs.push_back(input);
           step.inputs.push_back(source);
@@ -502,8 +783,10 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
         if (a < 0) a = num_inputs - a - 1;
         if (a < num_inputs) program->last_reader[a] = static_cast<int>(k);
       }
+    assign_slots(*program);
     step.where = block.ops[members[0]]->where() + " (fused with " +
-                 std::to_string(members.size() - 1) + " following element-wise ops)";
+                 std::to_string(members.size() - 1) + " following ops" +
+                 (run.row_length > 1 ? ", rows of " + std::to_string(run.row_length) : "") + ")";
     step.kernel = fused_kernel(program, step.where);
     for (size_t k = 0; k + 1 < members.size(); ++k) plan.absorbed[members[k]] = true;
     plan.step_at[members.back()] = static_cast<int>(plan.steps.size());

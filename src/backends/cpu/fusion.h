@@ -2,8 +2,11 @@
 // tensors of one shape becomes one step that computes them tile by tile: each op's tile stays
 // in L1 for the next op instead of costing a pass over memory. A broadcast_in_dim of a smaller
 // operand (a scalar, a bias, a per-row statistic) is read through an index map instead of being
-// materialized. Every element is computed by the same functor as the per-op kernel, in the
-// same order, so the results are bit-identical. CUJAX_CPU_FUSION=0 switches it off.
+// materialized. A reduce over trailing dimensions joins the run with the element-wise ops on its
+// per-row results and their broadcasts back along the rows (softmax, layer norm,
+// cross-entropy), and the step then runs over tiles of whole rows. Every element is computed by
+// the same functor as the per-op kernel, and every row folded in the same order as the reduce
+// kernel, so the results are bit-identical. CUJAX_CPU_FUSION=0 switches it off.
 #pragma once
 
 #include <string>
