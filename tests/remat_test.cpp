@@ -14,6 +14,7 @@
 #include "cujax/numpy.h"
 #include "cujax/random.h"
 #include "cujax/remat.h"
+#include "cujax/vmap.h"
 
 namespace cujax {
 namespace {
@@ -295,6 +296,28 @@ TEST(RematPolicy, CustomRuleInsideIsKept) {
   expect_close(with, plain, 1e-6, "clipped");
   // d/dx = 3 * clip(2, -0.5, 0.5) = 1.5 everywhere.
   expect_close(with, jnp::full({5}, 1.5, DType::F32), 1e-6, "hand");
+}
+
+// A rematted function vmapped inside grad is rematted again in its vmapped form: the gradients
+// are those of the plain function, for a mapped and an unmapped argument, with every policy.
+TEST(RematPolicy, GradOfVmapOfRemat) {
+  const Array xs = random::normal(random::PRNGKey(9), {4, 3, 5});
+  const Array w = jnp::multiply(random::normal(random::PRNGKey(10), {5, 5}), 0.5);
+  auto block = [](const Array& x, const Array& m) {
+    return jnp::tanh(jnp::matmul(jnp::tanh(jnp::matmul(x, m)), m));
+  };
+  auto loss = [](const auto& fn) {
+    return [fn](const Array& x, const Array& m) {
+      return jnp::sum(vmap(fn, {0, not_mapped})(x, m));
+    };
+  };
+  const auto [gx, gw] = grad(loss(block), argnums<0, 1>)(xs, w);
+  for (const CheckpointPolicy& policy : {CheckpointPolicy(checkpoint_policies::nothing_saveable),
+                                         CheckpointPolicy(checkpoint_policies::dots_saveable)}) {
+    const auto [rx, rw] = grad(loss(remat(block, {.policy = policy})), argnums<0, 1>)(xs, w);
+    expect_close(rx, gx, 1e-5, "d/dx");
+    expect_close(rw, gw, 1e-5, "d/dw");
+  }
 }
 
 struct RematMlp : nnx::Module {

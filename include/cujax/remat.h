@@ -23,6 +23,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -74,15 +75,16 @@ auto remat(F f, RematOptions options = {}) {
   return [f, options](const auto&... args) {
     using Out = std::decay_t<decltype(f(args...))>;
     const auto in = std::make_tuple(args...);
-    std::optional<Out> structure;
+    // Held by the function as vmap may call it again later (remat of a vmapped function).
+    auto structure = std::make_shared<std::optional<Out>>();
     const std::vector<Array> outs = trace::remat_call(
-        [&](const std::vector<Array>& leaves) {
+        [f, in, structure](const std::vector<Array>& leaves) {
           Out out = std::apply(f, tree_unflatten(in, leaves));
-          structure = out;
+          *structure = out;
           return tree_leaves(out);
         },
         tree_leaves(in), options);
-    return tree_unflatten(*structure, outs);
+    return tree_unflatten(**structure, outs);
   };
 }
 

@@ -37,6 +37,7 @@ struct CustomRecord {
   FlatFn fun;
   FlatPairFn jvp;
   FlatFwd fwd;
+  std::function<std::vector<Array>(const FlatFn&, const std::vector<Array>&)> recall;
   // One identity op per output leaf, recorded together: the walk calls bwd once, at the first
   // of them it meets, with the cotangents of all.
   std::vector<const ir::Operation*> markers;
@@ -339,7 +340,16 @@ std::optional<CustomParts> custom_parts(const ir::Operation* marker) {
   auto it = state().customs.find(marker);
   if (it == state().customs.end()) return std::nullopt;
   const CustomRecord& r = *it->second;
-  return CustomParts{r.what, r.inputs, r.markers, r.closed_over, r.fun, r.jvp, r.fwd, r.bwd};
+  return CustomParts{r.what, r.inputs, r.markers, r.closed_over, r.fun,
+                     r.jvp,  r.fwd,    r.bwd,     r.recall};
+}
+
+void set_recall(
+    const ir::Operation* marker, const FlatFn& f,
+    std::function<std::vector<Array>(const FlatFn&, const std::vector<Array>&)> recall) {
+  CustomRecord& r = *state().customs.at(marker);
+  r.fun = f;
+  r.recall = std::move(recall);
 }
 
 Array record_saved(const ir::Operation& op, const std::vector<Array>& operands,

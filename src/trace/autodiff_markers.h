@@ -24,7 +24,8 @@ bool is_custom_inner(const ir::Operation* op);
 void mark_stop_gradient(const ir::Operation* op);
 
 // A recorded custom function, for vmap: its inputs, its output markers, the values it closes
-// over, and its functions (fun empty for remat and the values remat saves).
+// over, and its functions: jvp for custom_jvp, fwd and bwd for custom_vjp, recall for remat
+// (the call again with f replaced by its vmapped form); fun empty for the values remat saves.
 struct CustomParts {
   std::string what;
   std::vector<Array> inputs;
@@ -34,6 +35,7 @@ struct CustomParts {
   FlatPairFn jvp;
   FlatFwd fwd;
   FlatBwd bwd;
+  std::function<std::vector<Array>(const FlatFn& f, const std::vector<Array>& args)> recall;
 };
 // The custom function whose output `marker` is (nullopt for other ops).
 std::optional<CustomParts> custom_parts(const ir::Operation* marker);
@@ -42,6 +44,10 @@ std::vector<Array> record_custom_vjp(const Mark& start, const std::vector<Array>
                                      const std::vector<Array>& outs,
                                      const std::vector<Array>& residuals, FlatBwd bwd,
                                      const std::string& what);
+// Sets how a custom function whose output `marker` is calls itself again on other arguments,
+// with f replaced (remat's record, for vmap).
+void set_recall(const ir::Operation* marker, const FlatFn& f,
+                std::function<std::vector<Array>(const FlatFn&, const std::vector<Array>&)> recall);
 // `saved` (a result of `op` computed earlier) standing for op's result on `operands`: its
 // cotangent goes to the operands through op's VJP rule, so the op is not computed again.
 Array record_saved(const ir::Operation& op, const std::vector<Array>& operands, const Array& saved);

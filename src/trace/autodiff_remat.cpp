@@ -91,7 +91,13 @@ std::vector<Array> remat_call(const std::function<std::vector<Array>(const std::
     for (const Array& y : outs) ys.push_back(replayed(env, t.value_of(y)));
     return backward(ops_since(m), ins, ys, cts);
   };
-  return record_custom_vjp(start, args, outs, residuals, bwd, "remat");
+  std::vector<Array> ys = record_custom_vjp(start, args, outs, residuals, bwd, "remat");
+  if (!ys.empty())
+    set_recall(ys[0].tracer_value()->defining_op, f,
+               [options](const FlatFn& g, const std::vector<Array>& xs) {
+                 return remat_call(g, xs, options);
+               });
+  return ys;
 }
 
 }  // namespace trace

@@ -33,7 +33,12 @@ std::vector<Batched> batch_custom(const ir::Operation& marker,
   }
   const MapAxes in_axes{leaf_axes(axes)};
   std::vector<Array> outs;
-  if (parts.jvp) {
+  if (parts.recall) {
+    // remat: rematted again, of the vmapped function.
+    const FlatFn f = parts.fun;
+    outs =
+        parts.recall([f, in_axes](const std::vector<Array>& a) { return vmap(f, in_axes)(a); }, xs);
+  } else if (parts.jvp) {
     const FlatFn f = parts.fun;
     const FlatPairFn rule = parts.jvp;
     FlatFn vf = [f, in_axes](const std::vector<Array>& a) { return vmap(f, in_axes)(a); };

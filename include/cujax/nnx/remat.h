@@ -12,6 +12,7 @@
 // Flax does; they are outputs of the rematted function like its result.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -37,34 +38,38 @@ auto remat(F f, RematOptions options = {}) {
     const size_t n_state = leaves.size();
     const auto in = std::make_tuple(args...);
     for (const Array& a : tree_leaves(in)) leaves.push_back(a);
-    std::optional<Out> structure;
-    std::vector<std::string> changed;
+    // Held by the function as vmap may call it again later.
+    auto structure = std::make_shared<std::optional<Out>>();
+    auto changed = std::make_shared<std::vector<std::string>>();
+    auto* module = &model;
     const std::vector<Array> outs = trace::remat_call(
-        [&](const std::vector<Array>& xs) {
+        [f, module, paths, n_state, in, structure, changed](const std::vector<Array>& xs) {
+          auto& m = *module;
           State swapped;
           for (size_t i = 0; i < n_state; ++i) swapped.set(paths[i], xs[i]);
           const std::vector<Array> rest(xs.begin() + static_cast<ptrdiff_t>(n_state), xs.end());
-          auto [out, after] = functional_call(model, swapped, Filter{}, [&] {
-            return std::apply([&](const auto&... a) { return f(model, a...); },
+          auto [out, after] = functional_call(m, swapped, Filter{}, [&] {
+            return std::apply([&](const auto&... a) { return f(m, a...); },
                               tree_unflatten(in, rest));
           });
-          structure = out;
+          *structure = out;
           std::vector<Array> ys = tree_leaves(out);
-          changed.clear();
+          changed->clear();
           for (size_t i = 0; i < n_state; ++i)
             if (after.at(paths[i]).impl() != xs[i].impl()) {
-              changed.push_back(paths[i]);
+              changed->push_back(paths[i]);
               ys.push_back(after.at(paths[i]));
             }
           return ys;
         },
         leaves, options);
-    const size_t n_out = outs.size() - changed.size();
+    const size_t n_out = outs.size() - changed->size();
     State updates;
-    for (size_t k = 0; k < changed.size(); ++k) updates.set(changed[k], outs[n_out + k]);
+    for (size_t k = 0; k < changed->size(); ++k) updates.set((*changed)[k], outs[n_out + k]);
     if (updates.size() > 0) update(model, updates);
     return tree_unflatten(
-        *structure, std::vector<Array>(outs.begin(), outs.begin() + static_cast<ptrdiff_t>(n_out)));
+        **structure,
+        std::vector<Array>(outs.begin(), outs.begin() + static_cast<ptrdiff_t>(n_out)));
   };
 }
 
