@@ -1,7 +1,8 @@
 // custom_jvp: JAX's log1pexp example (a rule that keeps the derivative finite where the naive
 // one is NaN) through grad, jvp, vjp, linearize, the Jacobians, vmap and jit; rules that differ
 // from f's true derivative (so the tests fail if f's own ops are differentiated); two arguments;
-// second derivatives through the rule; a malformed rule.
+// second derivatives through the rule; a malformed rule; grad of vmap. Pytrees, nondiff_argnums
+// and custom_vjp under vmap: custom_functions_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -194,17 +195,13 @@ TEST(CustomJvp, HessianDifferentiatesTheRule) {
     }
 }
 
-// vmap inside a differentiated function does not batch the rule yet (as for custom_vjp): a clear
-// error rather than a derivative of f's own ops.
-TEST(CustomJvp, GradOfVmapIsAClearError) {
-  try {
-    grad([](const Array& v) { return jnp::sum(vmap(log1pexp)(v)); })(f64({0.5, 1.0}));
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("custom_jvp function under grad is not supported"),
-              std::string::npos)
-        << e.what();
-  }
+// vmap inside a differentiated function batches the rule: at x = 100 the naive derivative is
+// NaN, the rule's is 1; elsewhere the sigmoid, example by example.
+TEST(CustomJvp, GradOfVmapUsesTheRulePerExample) {
+  const std::vector<double> p = {100.0, 0.5, -1.0};
+  const auto g = host(grad([](const Array& v) { return jnp::sum(vmap(log1pexp)(v)); })(f64(p)));
+  ASSERT_EQ(g.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(g[i], sigmoid(p[i]), 1e-14) << i;
 }
 
 }  // namespace

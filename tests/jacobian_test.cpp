@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "cujax/jacobian.h"
@@ -226,6 +229,82 @@ TEST(Jacobian, HessianOfAListIsAListOfLists) {
       jacrev(jacrev(f))(std::vector<Array>{scalar(a), scalar(b)});
   for (size_t i = 0; i < 2; ++i)
     for (size_t j = 0; j < 2; ++j) expect_close(H2[i][j], f64(H[i][j]), 1e-6);
+}
+
+// Pytree arguments picked by argnums, pytree outputs and has_aux together, nested as JAX does:
+// for each output leaf, the tuple (d/dp, d/dy) with d/dp of p's structure (a dict).
+//   out["u"] = p["a"] * y          (2,)   d/da = diag(y), d/db = 0, d/dy = diag(a)
+//   out["v"] = sum(p["b"]^2) + a.y ()     d/da = y, d/db = 2 b, d/dy = a
+TEST(Jacobian, PytreeArgnumsWithHasAuxNestAsJax) {
+  using Dict = std::map<std::string, Array>;
+  auto f = [](const Dict& p, const Array& y, double scale) {
+    const Array& a = p.at("a");
+    const Array& b = p.at("b");
+    Dict out;
+    out.emplace("u", a * y);
+    out.emplace("v", jnp::sum(b * b) + jnp::sum(a * y));
+    return std::make_pair(out, jnp::multiply(jnp::sum(a), scale));  // aux
+  };
+  const Dict p = {{"a", jnp::array({0.5, -1.0})}, {"b", jnp::array({2.0, 0.25, -3.0})}};
+  const Array y = jnp::array({1.5, 4.0});
+  const double a0 = 0.5, a1 = -1.0, y0 = 1.5, y1 = 4.0;
+  const std::vector<double> b = {2.0, 0.25, -3.0};
+  auto check = [&](const auto& J) {
+    const auto& [du_dp, du_dy] = J.at("u");
+    const auto& [dv_dp, dv_dy] = J.at("v");
+    EXPECT_EQ(du_dp.at("a").shape(), (Shape{2, 2}));
+    EXPECT_EQ(du_dp.at("b").shape(), (Shape{2, 3}));
+    EXPECT_EQ(dv_dp.at("b").shape(), (Shape{3}));
+    expect_close(du_dp.at("a"), {y0, 0, 0, y1}, 1e-6);
+    expect_close(du_dp.at("b"), std::vector<double>(6, 0.0), 1e-6);
+    expect_close(du_dy, {a0, 0, 0, a1}, 1e-6);
+    expect_close(dv_dp.at("a"), {y0, y1}, 1e-6);
+    expect_close(dv_dp.at("b"), {2 * b[0], 2 * b[1], 2 * b[2]}, 1e-6);
+    expect_close(dv_dy, {a0, a1}, 1e-6);
+  };
+  const auto [jr, aux_r] = jacrev(f, argnums<0, 1>, has_aux)(p, y, 3.0);
+  const auto [jf, aux_f] = jacfwd(f, argnums<0, 1>, has_aux)(p, y, 3.0);
+  check(jr);
+  check(jf);
+  expect_close(aux_r, {3.0 * (a0 + a1)}, 1e-6);
+  expect_close(aux_f, {3.0 * (a0 + a1)}, 1e-6);
+  // One argnum: the argument's structure alone per output leaf.
+  const auto jp = jacobian(f, argnums<0>, has_aux)(p, y, 3.0).first;
+  expect_close(jp.at("v").at("b"), {2 * b[0], 2 * b[1], 2 * b[2]}, 1e-6);
+  // A struct argument in second position, under jit.
+  auto g = [](const Array& x, const jacobian_test::Affine& q) { return jnp::matmul(q.w, x) + q.b; };
+  const jacobian_test::Affine q{jnp::reshape(jnp::array({1.0, 2.0, 3.0, 4.0}), {2, 2}),
+                                jnp::array({0.5, 0.25})};
+  const Array xv = jnp::array({2.0, -1.0});
+  const auto [jx, jq] = jit([&](const Array& x, const jacobian_test::Affine& qq) {
+    return jacfwd(g, argnums<0, 1>)(x, qq);
+  })(xv, q);
+  expect_close(jx, {1, 2, 3, 4}, 1e-6);  // d(w x)/dx = w
+  const auto [rx, rq] = jacrev(g, argnums<0, 1>)(xv, q);
+  expect_close(rq.w, f64(jq.w), 1e-6);
+  expect_close(rq.b, {1, 0, 0, 1}, 1e-6);
+  expect_close(rx, f64(jx), 1e-6);
+}
+
+// hessian with two argnums: JAX's ((H_xx, H_xy), (H_yx, H_yy)). For f = sum(x^2 y + sin x),
+// H_xx = diag(2 y - sin x), H_xy = H_yx = diag(2 x), H_yy = 0; against jacrev of jacrev.
+TEST(Jacobian, HessianWithTwoArgnumsIsATupleOfTuples) {
+  auto f = [](const Array& x, const Array& y) { return jnp::sum(x * x * y + jnp::sin(x)); };
+  const std::vector<double> xv = {0.3, -1.1}, yv = {2.0, 0.7};
+  const Array x = jnp::array(xv), y = jnp::array(yv);
+  const auto H = hessian(f, argnums<0, 1>)(x, y);
+  std::vector<double> hxx(4, 0.0), hxy(4, 0.0);
+  for (int i = 0; i < 2; ++i) {
+    hxx[i * 3] = 2 * yv[i] - std::sin(xv[i]);
+    hxy[i * 3] = 2 * xv[i];
+  }
+  expect_close(std::get<0>(std::get<0>(H)), hxx, 1e-5);
+  expect_close(std::get<1>(std::get<0>(H)), hxy, 1e-5);
+  expect_close(std::get<0>(std::get<1>(H)), hxy, 1e-5);
+  expect_close(std::get<1>(std::get<1>(H)), std::vector<double>(4, 0.0), 1e-5);
+  const auto H2 = jacrev(jacrev(f, argnums<0, 1>), argnums<0, 1>)(x, y);
+  expect_close(std::get<1>(std::get<0>(H2)), hxy, 1e-5);
+  expect_close(std::get<0>(std::get<0>(H2)), hxx, 1e-5);
 }
 
 }  // namespace

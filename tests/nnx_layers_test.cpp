@@ -14,6 +14,7 @@
 
 #include "cujax/grad.h"
 #include "cujax/jit.h"
+#include "cujax/lax.h"
 #include "cujax/nnx.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
@@ -272,6 +273,26 @@ std::vector<std::pair<int64_t, int64_t>> same_pads(const Shape& s, const std::ve
   return p;
 }
 
+// x padded around its spatial axes (1..) by wrapping, as CIRCULAR padding does.
+Array wrap_pad(Array x, const std::vector<std::pair<int64_t, int64_t>>& pads) {
+  for (size_t d = 0; d < pads.size(); ++d) {
+    const int64_t axis = static_cast<int64_t>(d) + 1, n = x.shape()[axis];
+    auto part = [&](int64_t a, int64_t b) {
+      std::vector<int64_t> start(static_cast<size_t>(x.ndim()), 0);
+      Shape limit = x.shape();
+      start[axis] = a;
+      limit[axis] = b;
+      return lax::slice(x, start, limit);
+    };
+    std::vector<Array> pieces;
+    if (pads[d].first > 0) pieces.push_back(part(n - pads[d].first, n));
+    pieces.push_back(x);
+    if (pads[d].second > 0) pieces.push_back(part(0, pads[d].second));
+    x = jnp::concatenate(pieces, axis);
+  }
+  return x;
+}
+
 void check_conv(const nnx::ConvOptions& o, const Shape& x_shape, int64_t in, int64_t out,
                 const std::vector<int64_t>& ks, const ConvRef& ref, const std::string& what) {
   nnx::Rngs rngs(3);
@@ -292,6 +313,17 @@ void check_conv(const nnx::ConvOptions& o, const Shape& x_shape, int64_t in, int
   for (size_t i = 0; i < want.size(); ++i) want[i] += bias[i % out];
   ASSERT_EQ(y.shape(), shape) << what;
   expect_close(f64(y), want, 1e-4);
+  // The same through lax.conv_general_dilated (CIRCULAR: a wrap-around pad, then VALID).
+  const size_t nsp = ks.size();
+  const std::string sp = nsp == 1 ? "W" : nsp == 2 ? "HW" : "DHW";
+  const lax::Padding pads = ref.circular ? lax::Padding(nsp, {0, 0}) : lax::Padding(ref.pads);
+  const Array y_lax = jnp::add(
+      lax::conv_general_dilated(ref.circular ? wrap_pad(x, ref.pads) : x, conv.kernel->value,
+                                ref.strides, pads, ref.lhs_dil, ref.rhs_dil,
+                                {"N" + sp + "C", sp + "IO", "N" + sp + "C"}, ref.groups),
+      conv.bias->value);
+  ASSERT_EQ(y_lax.shape(), shape) << what;
+  expect_close(f64(y), f64(y_lax), 1e-5);
 }
 
 TEST(NnxConv, EveryPaddingModeAgainstALoop) {

@@ -47,6 +47,11 @@ inline constexpr HasAux has_aux{};
 // and gives df/dx - i df/dy for each complex z = x + iy (JAX's convention, docs/complex.md).
 struct Holomorphic {};
 inline constexpr Holomorphic holomorphic{};
+// custom_jvp / custom_vjp(f, nondiff_argnums<0>): arguments that are not differentiated.
+template <int... N>
+struct NondiffArgnums {};
+template <int... N>
+inline constexpr NondiffArgnums<N...> nondiff_argnums{};
 
 // The identity, except that gradients do not flow through it (jax.lax.stop_gradient). Under a
 // differentiated trace it records an identity op (a same-shape stablehlo.reshape) that the
@@ -121,21 +126,27 @@ Array zeros_like(const Array& x);
 void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array>& cts,
                       const std::string& what);
 
-using CustomBwd =
-    std::function<std::vector<Array>(const std::vector<Array>& residuals, const Array& cotangent)>;
-// Records the custom_vjp boundary: `inputs` the function's arguments, ops recorded since
-// `start` its forward computation (skipped by the backward walk), `out` its result. Returns
-// the marked result, whose cotangent goes through `bwd`.
-Array record_custom_vjp(const Mark& start, const std::vector<Array>& inputs, const Array& out,
-                        const std::vector<Array>& residuals, CustomBwd bwd);
-// Records the custom_jvp boundary: the JVP rule ran at `inputs` with the fresh `tangents`,
-// recording since `start` the ops that give `out` and `tangent_out`. Returns the marked result,
-// whose cotangent is the transpose of the rule's tangent computation (tangents -> tangent_out,
-// linear in the tangents) applied to it. The rule's ops stay differentiable, so derivatives of
-// higher order differentiate the rule, as JAX does.
-Array record_custom_jvp(const Mark& start, const std::vector<Array>& inputs,
-                        const std::vector<Array>& tangents, const Array& out,
-                        const Array& tangent_out);
+// Custom functions on flat lists of leaves: f (the primal function), and its JVP rule
+// (primals, tangents) -> (outputs, tangent outputs), or its forward args -> (outputs,
+// residuals) and backward (residuals, output cotangents) -> argument cotangents (an invalid
+// Array: zero). vmap re-records a custom function on batched inputs from these, vmapped.
+using FlatFn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+using FlatPairFn = std::function<std::pair<std::vector<Array>, std::vector<Array>>(
+    const std::vector<Array>&, const std::vector<Array>&)>;
+using FlatFwd =
+    std::function<std::pair<std::vector<Array>, std::vector<Array>>(const std::vector<Array>&)>;
+using FlatBwd = std::function<std::vector<Array>(const std::vector<Array>& residuals,
+                                                 const std::vector<Array>& cotangents)>;
+// Under a differentiated trace, runs jvp at `args` with fresh zero tangents and records the
+// custom_jvp boundary: the outputs' cotangents are the transpose of the rule's tangent
+// computation (linear in the tangents) applied to them. The rule's ops stay differentiable, so
+// derivatives of higher order differentiate the rule, as JAX does. Elsewhere f(args).
+std::vector<Array> custom_jvp_call(const FlatFn& f, const FlatPairFn& jvp,
+                                   const std::vector<Array>& args);
+// Under a differentiated trace, records fwd(args) as the custom_vjp boundary (its ops skipped by
+// the backward walk, which calls bwd instead); elsewhere f(args).
+std::vector<Array> custom_vjp_call(const FlatFn& f, const FlatFwd& fwd, const FlatBwd& bwd,
+                                   const std::vector<Array>& args);
 
 // Runs `fn` inline when a trace is active, else as a jitted program cached in `jitted`.
 template <class Impl>
@@ -269,47 +280,143 @@ struct JvpImpl {
   }
 };
 
-template <class F, class Fwd, class Bwd>
+// Whether argument K is one of the nondiff_argnums N.
+template <size_t K, int... N>
+inline constexpr bool is_nondiff = ((static_cast<int>(K) == N) || ... || false);
+// The arguments that are (Nondiff) or are not (!Nondiff) nondiff_argnums, as a std::tuple.
+template <bool Nondiff, int... N, class Tuple, size_t... K>
+auto pick_args(const Tuple& t, std::index_sequence<K...>) {
+  return std::tuple_cat([&]() {
+    if constexpr (is_nondiff<K, N...> == Nondiff)
+      return std::tuple<std::tuple_element_t<K, Tuple>>(std::get<K>(t));
+    else
+      return std::tuple<>();
+  }()...);
+}
+// f(args...) from the nondiff and the other arguments, in their original order.
+template <int... N, class F, class ND, class D, size_t... K>
+auto call_merged(const F& f, const ND& nd, const D& d, std::index_sequence<K...>) {
+  auto arg = [&]<size_t J>() -> decltype(auto) {
+    constexpr size_t before = ((static_cast<size_t>(N) < J ? 1 : 0) + ... + 0);
+    if constexpr (is_nondiff<J, N...>)
+      return std::get<before>(nd);
+    else
+      return std::get<J - before>(d);
+  };
+  return f(arg.template operator()<K>()...);
+}
+
+template <class T>
+struct IsArrayVector : std::false_type {};
+template <>
+struct IsArrayVector<std::vector<Array>> : std::true_type {};
+
+template <class F, class Fwd, class Bwd, int... N>
 struct CustomVjp {
   F f;
   Fwd fwd;
   Bwd bwd;
   template <class... Args>
-  Array operator()(const Args&... args) const {
+  auto operator()(const Args&... args) const {
     if (!current_trace() || !AutodiffWindow::active()) return f(args...);
-    const Mark m = mark();
-    std::pair<Array, std::vector<Array>> r = fwd(args...);
-    Bwd b = bwd;
-    return record_custom_vjp(m, {args...}, r.first, r.second,
-                             [b](const std::vector<Array>& res, const Array& g) {
-                               return std::vector<Array>(b(res, g));
-                             });
+    using Out = std::decay_t<decltype(f(args...))>;
+    using Res = std::decay_t<decltype(fwd(args...).second)>;
+    const std::tuple<Args...> all(args...);
+    constexpr auto K = std::index_sequence_for<Args...>{};
+    const auto nd = pick_args<true, N...>(all, K);
+    const auto d = pick_args<false, N...>(all, K);
+    using D = std::decay_t<decltype(d)>;
+    auto out_structure = std::make_shared<std::optional<Out>>();
+    auto res_structure = std::make_shared<std::optional<Res>>();
+    FlatFn fun = [f = f, nd, d](const std::vector<Array>& leaves) {
+      return tree_leaves(
+          call_merged<N...>(f, nd, tree_unflatten(d, leaves), std::index_sequence_for<Args...>{}));
+    };
+    FlatFwd flat_fwd = [fwd = fwd, nd, d, out_structure,
+                        res_structure](const std::vector<Array>& leaves) {
+      auto r = call_merged<N...>(fwd, nd, D(tree_unflatten(d, leaves)),
+                                 std::index_sequence_for<Args...>{});
+      *out_structure = r.first;
+      *res_structure = r.second;
+      return std::make_pair(tree_leaves(r.first), tree_leaves(r.second));
+    };
+    FlatBwd flat_bwd = [bwd = bwd, nd, out_structure, res_structure](
+                           const std::vector<Array>& res, const std::vector<Array>& cts) {
+      const Res r = tree_unflatten(**res_structure, res);
+      const Out g = tree_unflatten(**out_structure, cts);
+      auto gs = std::apply([&](const auto&... n) { return bwd(n..., r, g); }, nd);
+      if constexpr (IsArrayVector<std::decay_t<decltype(gs)>>::value)
+        return gs;
+      else
+        return tree_leaves(gs);
+    };
+    const std::vector<Array> outs = custom_vjp_call(fun, flat_fwd, flat_bwd, tree_leaves(d));
+    return Out(tree_unflatten(**out_structure, outs));
   }
 };
 
-template <class F, class Jvp>
+template <class F, class Jvp, int... N>
 struct CustomJvp {
   F f;
   Jvp jvp;
   template <class... Args>
-  Array operator()(const Args&... args) const {
+  auto operator()(const Args&... args) const {
     if (!current_trace() || !AutodiffWindow::active()) return f(args...);
-    const std::vector<Array> primals{Array(args)...};
-    std::vector<Array> tangents;
-    for (const Array& x : primals) tangents.push_back(fresh(zeros_like(x)));
-    const Mark m = mark();
-    const std::pair<Array, Array> r = jvp(primals, tangents);
-    return record_custom_jvp(m, primals, tangents, r.first, r.second);
+    using Out = std::decay_t<decltype(f(args...))>;
+    const std::tuple<Args...> all(args...);
+    constexpr auto K = std::index_sequence_for<Args...>{};
+    const auto nd = pick_args<true, N...>(all, K);
+    const auto d = pick_args<false, N...>(all, K);
+    using D = std::decay_t<decltype(d)>;
+    FlatFn fun = [f = f, nd, d](const std::vector<Array>& leaves) {
+      return tree_leaves(call_merged<N...>(f, nd, D(tree_unflatten(d, leaves)),
+                                           std::index_sequence_for<Args...>{}));
+    };
+    auto structure = std::make_shared<std::optional<Out>>();
+    FlatPairFn rule;
+    constexpr bool vector_rule =
+        sizeof...(N) == 0 && (std::is_same_v<Args, Array> && ...) &&
+        std::is_invocable_v<const Jvp&, const std::vector<Array>&, const std::vector<Array>&>;
+    if constexpr (vector_rule) {
+      // The rule of Array arguments as std::vector<Array> primals and tangents.
+      rule = [jvp = jvp, structure](const std::vector<Array>& p, const std::vector<Array>& t) {
+        auto r = jvp(p, t);
+        *structure = Out(r.first);
+        return std::make_pair(tree_leaves(Out(r.first)), tree_leaves(Out(r.second)));
+      };
+    } else {
+      // JAX's form: jvp(nondiff..., primals, tangents) with primals and tangents std::tuples
+      // of the other arguments.
+      rule = [jvp = jvp, nd, d, structure](const std::vector<Array>& p,
+                                           const std::vector<Array>& t) {
+        const D primals = tree_unflatten(d, p), tangents = tree_unflatten(d, t);
+        auto r = std::apply([&](const auto&... n) { return jvp(n..., primals, tangents); }, nd);
+        *structure = Out(r.first);
+        return std::make_pair(tree_leaves(Out(r.first)), tree_leaves(Out(r.second)));
+      };
+    }
+    const std::vector<Array> outs = custom_jvp_call(fun, rule, tree_leaves(d));
+    return Out(tree_unflatten(**structure, outs));
   }
 };
 
 // custom_jvp(f) before its rule is given: only defjvp may be called.
-template <class F>
+template <class F, int... N>
 struct CustomJvpDeclared {
   F f;
   template <class Jvp>
-  CustomJvp<F, Jvp> defjvp(Jvp jvp) const {
+  CustomJvp<F, Jvp, N...> defjvp(Jvp jvp) const {
     return {f, std::move(jvp)};
+  }
+};
+
+// custom_vjp(f) before its rules are given: only defvjp may be called.
+template <class F, int... N>
+struct CustomVjpDeclared {
+  F f;
+  template <class Fwd, class Bwd>
+  CustomVjp<F, Fwd, Bwd, N...> defvjp(Fwd fwd, Bwd bwd) const {
+    return {f, std::move(fwd), std::move(bwd)};
   }
 };
 
@@ -395,22 +502,42 @@ auto jvp(F f, const Array& primal, const Array& tangent) {
   return jvp(std::move(f), std::tuple<Array>(primal), std::tuple<Array>(tangent));
 }
 
-// custom_vjp(f, fwd, bwd): f with a user-defined VJP, as jax.custom_vjp + defvjp. f and fwd
-// take Array arguments; f returns an Array; fwd returns {output, residuals}; bwd(residuals, g)
-// returns one cotangent per argument (an invalid Array() means zero). Outside a differentiated
-// trace f runs as is; under grad, fwd is recorded and the backward walk calls bwd instead of
-// walking fwd's ops.
+// custom_vjp(f, fwd, bwd), or custom_vjp(f).defvjp(fwd, bwd): f with a user-defined VJP, as
+// jax.custom_vjp. f takes pytrees of Arrays and returns a pytree; fwd takes f's arguments and
+// returns {output, residuals} (residuals any pytree); bwd(residuals, g), g of the output's
+// structure, returns the arguments' cotangents: a std::tuple with one pytree per argument, or a
+// std::vector<Array> with one Array per argument (an invalid Array() means zero). Outside a
+// differentiated trace f runs as is; under grad, fwd is recorded and the backward walk calls bwd
+// instead of walking fwd's ops.
+//
+// nondiff_argnums<N...> as JAX's: those arguments (any type, e.g. a threshold) get no
+// cotangent; fwd still takes every argument, bwd takes them first: bwd(nondiff..., residuals,
+// g) returns cotangents for the other arguments only.
 template <class F, class Fwd, class Bwd>
 auto custom_vjp(F f, Fwd fwd, Bwd bwd) {
   return trace::CustomVjp<F, Fwd, Bwd>{std::move(f), std::move(fwd), std::move(bwd)};
 }
+template <class F>
+auto custom_vjp(F f) {
+  return trace::CustomVjpDeclared<F>{std::move(f)};
+}
+template <class F, int... N>
+auto custom_vjp(F f, NondiffArgnums<N...>) {
+  return trace::CustomVjpDeclared<F, N...>{std::move(f)};
+}
 
 // custom_jvp(f, jvp) or custom_jvp(f).defjvp(jvp): f with a user-defined JVP, as jax.custom_jvp.
-// f takes Array arguments and returns an Array; jvp(primals, tangents) gets them as
-// std::vector<Array> and returns {f(primals...), tangent_out}, tangent_out linear in the
-// tangents. Outside a differentiated trace f runs as is. Under grad, vjp, jvp, linearize and the
-// Jacobians the rule is recorded in f's place and its tangent computation is transposed for the
-// reverse pass (jvp is the transpose of that again), so the rule alone defines the derivative.
+// f takes pytrees of Arrays and returns a pytree. The rule is JAX's jvp(primals, tangents), with
+// primals and tangents std::tuples of f's arguments, returning {f(primals...), tangent_out}
+// (tangent_out of the output's structure, linear in the tangents); for Array arguments it may
+// also take them as std::vector<Array>. Outside a differentiated trace f runs as is. Under grad,
+// vjp, jvp, linearize and the Jacobians the rule is recorded in f's place and its tangent
+// computation is transposed for the reverse pass (jvp is the transpose of that again), so the
+// rule alone defines the derivative. Under vmap the function and its rule are vmapped.
+//
+// nondiff_argnums<N...> as JAX's: custom_jvp(f, nondiff_argnums<0>).defjvp(rule) passes those
+// arguments (any type) first, jvp(nondiff..., primals, tangents), primals and tangents holding
+// the other arguments only.
 template <class F, class Jvp>
 auto custom_jvp(F f, Jvp jvp) {
   return trace::CustomJvp<F, Jvp>{std::move(f), std::move(jvp)};
@@ -418,6 +545,10 @@ auto custom_jvp(F f, Jvp jvp) {
 template <class F>
 auto custom_jvp(F f) {
   return trace::CustomJvpDeclared<F>{std::move(f)};
+}
+template <class F, int... N>
+auto custom_jvp(F f, NondiffArgnums<N...>) {
+  return trace::CustomJvpDeclared<F, N...>{std::move(f)};
 }
 
 }  // namespace cujax

@@ -11,9 +11,10 @@
 // a std::vector/std::array/std::tuple/std::pair/std::map/std::optional of them (a registered
 // struct output cannot hold trees in its Array fields; a compile-time error says so).
 //
-// With argnums the function takes several Arrays: jacrev(f, argnums<0, 1>)(x, y) is the tuple
-// (df/dx, df/dy), one argnum gives that Array; has_aux (f returns (y, aux)) gives (J, aux).
-// The argnums and has_aux forms take Array arguments and outputs.
+// With argnums the function takes several pytrees: jacrev(f, argnums<0, 1>)(x, y) gives, per
+// output leaf, the tuple (df/dx, df/dy) of x's and y's structures (JAX's nesting: output, then
+// argnums, then argument); one argnum gives that argument's structure; has_aux (f returns
+// (y, aux)) gives (J, aux).
 #pragma once
 
 #include <array>
@@ -234,39 +235,41 @@ auto hessian(F f) {
 }
 
 namespace detail {
-// One Jacobian for one argnum: the tuple's only element, else the tuple.
-template <class Tuple>
-auto one_or_tuple(Tuple t) {
-  if constexpr (std::tuple_size_v<Tuple> == 1)
-    return std::get<0>(std::move(t));
-  else
-    return t;
+// f as a function of its arguments I alone (the one, or a std::tuple of them), the others fixed
+// at their values in `all`.
+template <int... I, class F, class Tuple>
+auto with_selected(F f, Tuple all) {
+  return [f, all](const auto& sel) {
+    Tuple a = all;
+    if constexpr (sizeof...(I) == 1)
+      ((std::get<I>(a) = sel), ...);
+    else
+      [&]<size_t... P>(std::index_sequence<P...>) {
+        ((std::get<I>(a) = std::get<P>(sel)), ...);
+      }
+    (std::make_index_sequence<sizeof...(I)>{});
+    return std::apply(f, a);
+  };
 }
-// The rows of each selected argument's Jacobian (stacked VJPs, row p for argnum I[p]) in JAX's
-// layout y.shape + x.shape.
-template <int... I, class Rows, class Args, size_t... P>
-auto reshape_rows(const Rows& rows, const Args& args, const Shape& y_shape,
-                  std::index_sequence<P...>) {
-  constexpr int argnum[] = {I...};
-  return std::make_tuple(numpy::reshape(
-      std::get<P>(rows), concat_shapes(y_shape, std::get<argnum[P]>(args).shape()))...);
+template <int... I, class Tuple>
+auto selected(const Tuple& all) {
+  if constexpr (sizeof...(I) == 1)
+    return std::get<I...>(all);
+  else
+    return std::make_tuple(std::get<I>(all)...);
 }
 }  // namespace detail
 
-// jacrev(f, argnums<I...>)(args...): f of several Arrays returning one Array; the Jacobian with
-// respect to each argument I (a std::tuple for several argnums), from one VJP per output element.
+// jacrev(f, argnums<I...>)(args...): the Jacobian with respect to the arguments I, each a
+// pytree. As JAX nests it: f's output structure, each leaf replaced by the argument's structure
+// (one argnum) or a std::tuple of the arguments' structures (several), whose leaves are
+// out_k.shape + x_j.shape.
 template <class F, int... I>
 auto jacrev(F f, Argnums<I...>) {
   static_assert(sizeof...(I) > 0 && ((I >= 0) && ...), "jacrev: argnums must be >= 0");
   return [f](const auto&... args) {
-    const auto primals = std::make_tuple(Array(args)...);
-    auto [y, vjp_fn] = std::apply([&](const auto&... p) { return vjp(f, p...); }, primals);
-    auto rows = vmap([vjp_fn](const Array& ct) {
-      const auto cts = vjp_fn(ct);
-      return std::make_tuple(std::get<I>(cts)...);
-    })(detail::basis_of(y.shape(), y.dtype()));
-    return detail::one_or_tuple(detail::reshape_rows<I...>(
-        rows, primals, y.shape(), std::make_index_sequence<sizeof...(I)>{}));
+    const auto all = std::make_tuple(args...);
+    return jacrev(detail::with_selected<I...>(f, all))(detail::selected<I...>(all));
   };
 }
 
@@ -276,35 +279,24 @@ template <class F, int... I>
 auto jacfwd(F f, Argnums<I...>) {
   static_assert(sizeof...(I) > 0 && ((I >= 0) && ...), "jacfwd: argnums must be >= 0");
   return [f](const auto&... args) {
-    const auto primals = std::make_tuple(Array(args)...);
-    auto jacobian_of = [&]<int J>() {
-      const Array& x = std::get<J>(primals);
-      const Array cols = vmap([f, primals](const Array& t) {
-        auto tangents = std::apply(
-            [](const auto&... p) { return std::make_tuple(numpy::zeros_like(p)...); }, primals);
-        std::get<J>(tangents) = t;
-        return jvp(f, primals, tangents).second;
-      })(detail::basis_of(x.shape(), x.dtype()));
-      const Shape y_shape(cols.shape().begin() + 1, cols.shape().end());
-      const Array mat = numpy::transpose(numpy::reshape(cols, {x.size(), num_elements(y_shape)}));
-      return numpy::reshape(mat, detail::concat_shapes(y_shape, x.shape()));
-    };
-    return detail::one_or_tuple(std::make_tuple(jacobian_of.template operator()<I>()...));
+    const auto all = std::make_tuple(args...);
+    return jacfwd(detail::with_selected<I...>(f, all))(detail::selected<I...>(all));
   };
 }
 
-// has_aux: f returns (y, aux); the result is (Jacobian(s), aux). f runs once more for aux.
+// has_aux: f returns (y, aux), y a pytree; the result is (Jacobian(s), aux). f runs once more
+// for aux.
 template <class F, int... I>
 auto jacrev(F f, Argnums<I...> a, HasAux) {
   return [f, a](const auto&... args) {
-    auto value = [f](const auto&... xs) { return Array(f(xs...).first); };
+    auto value = [f](const auto&... xs) { return f(xs...).first; };
     return std::make_pair(jacrev(value, a)(args...), f(args...).second);
   };
 }
 template <class F, int... I>
 auto jacfwd(F f, Argnums<I...> a, HasAux) {
   return [f, a](const auto&... args) {
-    auto value = [f](const auto&... xs) { return Array(f(xs...).first); };
+    auto value = [f](const auto&... xs) { return f(xs...).first; };
     return std::make_pair(jacfwd(value, a)(args...), f(args...).second);
   };
 }
@@ -317,9 +309,11 @@ auto jacobian(F f, Argnums<I...> a, HasAux h) {
   return jacrev(std::move(f), a, h);
 }
 
-// The Hessian with respect to one argument of a scalar function of several.
-template <class F, int I>
-auto hessian(F f, Argnums<I> a) {
+// The Hessian of a scalar function with respect to the arguments I: for one argument the
+// argument's structure of its structures; for several, JAX's tuple of tuples (H[i][j] =
+// d2f / dx_i dx_j).
+template <class F, int... I>
+auto hessian(F f, Argnums<I...> a) {
   return jacfwd(jacrev(std::move(f), a), a);
 }
 

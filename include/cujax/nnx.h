@@ -11,6 +11,7 @@
 #include "cujax/nnx/module.h"
 #include "cujax/nnx/normalization.h"
 #include "cujax/nnx/pooling.h"
+#include "cujax/nnx/remat.h"
 #include "cujax/nnx/rngs.h"
 #include "cujax/nnx/sequential.h"
 #include "cujax/nnx/training.h"

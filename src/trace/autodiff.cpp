@@ -15,7 +15,6 @@
 
 #include "cujax/lax.h"
 #include "trace/autodiff_markers.h"
-#include "trace/batching_rules.h"
 #include "trace/replay.h"
 #include "trace/vjp_rules.h"
 
@@ -29,11 +28,19 @@ void register_custom_call_rules(Rules& rules);  // trace/sdpa_rules.cpp
 namespace {
 
 struct CustomRecord {
-  std::string what;  // "custom_vjp" or "custom_jvp", for messages
+  std::string what;  // "custom_vjp", "custom_jvp" or "remat", for messages
   std::vector<Array> inputs;
   std::vector<Array> residuals;
-  CustomBwd bwd;
-  std::unordered_set<const ir::Operation*> fwd_ops;
+  FlatBwd bwd;
+  // What vmap needs to record the function again on batched inputs (set for custom_jvp and
+  // custom_vjp functions).
+  FlatFn fun;
+  FlatPairFn jvp;
+  FlatFwd fwd;
+  std::function<std::vector<Array>(const FlatFn&, const std::vector<Array>&)> recall;
+  // One identity op per output leaf, recorded together: the walk calls bwd once, at the first
+  // of them it meets, with the cotangents of all.
+  std::vector<const ir::Operation*> markers;
   // Values the function's ops read that are neither its arguments nor made inside it: the rule
   // gives no cotangent for them, so differentiating with respect to one is refused.
   std::vector<const ir::Value*> closed_over;
@@ -106,6 +113,21 @@ std::string type_of(const Array& a) {
   return std::string(mlir_name(a.dtype())) + shape_to_string(a.shape());
 }
 
+// The marked outputs of a custom function: one identity op per output, all of `rec`.
+std::vector<Array> mark_outputs(const std::shared_ptr<CustomRecord>& rec,
+                                const std::vector<Array>& outs) {
+  std::vector<Array> ys;
+  for (const Array& out : outs) {
+    if (!out.valid()) throw Error(rec->what + ": the function returned an uninitialized Array");
+    Array y = identity(out);
+    const ir::Operation* op = y.tracer_value()->defining_op;
+    rec->markers.push_back(op);
+    state().customs[op] = rec;
+    ys.push_back(y);
+  }
+  return ys;
+}
+
 }  // namespace
 
 void register_vjp_rule(const std::string& op_name, VjpRule rule) {
@@ -151,6 +173,9 @@ void mark_stop_gradient(const ir::Operation* op) {
 }
 bool is_custom_vjp_marker(const ir::Operation* op) {
   return state().customs.count(op) > 0;
+}
+bool is_custom_inner(const ir::Operation* op) {
+  return state().custom_inner.count(op) > 0;
 }
 
 Mark mark() {
@@ -238,32 +263,38 @@ std::vector<const ir::Value*> closed_over(const std::vector<ir::Operation*>& ops
   return out;
 }
 
-Array record_custom_vjp(const Mark& start, const std::vector<Array>& inputs, const Array& out,
-                        const std::vector<Array>& residuals, CustomBwd bwd) {
+std::vector<Array> record_custom_vjp(const Mark& start, const std::vector<Array>& inputs,
+                                     const std::vector<Array>& outs,
+                                     const std::vector<Array>& residuals, FlatBwd bwd,
+                                     const std::string& what) {
   auto rec = std::make_shared<CustomRecord>();
-  rec->what = "custom_vjp";
+  rec->what = what;
   const std::vector<ir::Operation*> fwd_ops = ops_since(start);
-  for (ir::Operation* op : fwd_ops) {
-    rec->fwd_ops.insert(op);
-    state().custom_inner.insert(op);
-  }
+  for (ir::Operation* op : fwd_ops) state().custom_inner.insert(op);
   rec->closed_over = closed_over(fwd_ops, inputs);
   rec->inputs = inputs;
   rec->residuals = residuals;
   rec->bwd = std::move(bwd);
-  Array y = identity(out);
-  state().customs[y.tracer_value()->defining_op] = rec;
-  return y;
+  return mark_outputs(rec, outs);
 }
 
-Array record_custom_jvp(const Mark& start, const std::vector<Array>& inputs,
-                        const std::vector<Array>& tangents, const Array& out,
-                        const Array& tangent_out) {
-  if (!out.valid() || !tangent_out.valid())
-    throw Error("custom_jvp: the JVP rule returned an uninitialized Array");
-  if (tangent_out.shape() != out.shape() || tangent_out.dtype() != out.dtype())
-    throw Error("custom_jvp: the JVP rule's tangent output is " + type_of(tangent_out) +
-                ", its primal output " + type_of(out));
+namespace {
+std::vector<Array> record_custom_jvp(const Mark& start, const std::vector<Array>& inputs,
+                                     const std::vector<Array>& tangents,
+                                     const std::vector<Array>& outs,
+                                     const std::vector<Array>& tangent_outs, const FlatFn& fun,
+                                     const FlatPairFn& rule) {
+  if (outs.size() != tangent_outs.size())
+    throw Error("custom_jvp: the JVP rule returned " + std::to_string(outs.size()) +
+                " primal output leaves and " + std::to_string(tangent_outs.size()) +
+                " tangent output leaves");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].valid() || !tangent_outs[i].valid())
+      throw Error("custom_jvp: the JVP rule returned an uninitialized Array");
+    if (tangent_outs[i].shape() != outs[i].shape() || tangent_outs[i].dtype() != outs[i].dtype())
+      throw Error("custom_jvp: the JVP rule's tangent output " + std::to_string(i) + " is " +
+                  type_of(tangent_outs[i]) + ", its primal output " + type_of(outs[i]));
+  }
   auto rec = std::make_shared<CustomRecord>();
   rec->what = "custom_jvp";
   rec->inputs = inputs;
@@ -273,54 +304,122 @@ Array record_custom_jvp(const Mark& start, const std::vector<Array>& inputs,
   std::vector<Array> known = inputs;
   known.insert(known.end(), tangents.begin(), tangents.end());
   rec->closed_over = closed_over(rule_ops, known);
-  rec->bwd = [rule_ops, tangents, tangent_out](const std::vector<Array>&, const Array& g) {
-    return backward(rule_ops, tangents, {tangent_out}, {g});
+  rec->bwd = [rule_ops, tangents, tangent_outs](const std::vector<Array>&,
+                                                const std::vector<Array>& gs) {
+    return backward(rule_ops, tangents, tangent_outs, gs);
   };
-  Array y = identity(out);
-  state().customs[y.tracer_value()->defining_op] = rec;
-  return y;
+  rec->fun = fun;
+  rec->jvp = rule;
+  return mark_outputs(rec, outs);
+}
+}  // namespace
+
+std::vector<Array> custom_jvp_call(const FlatFn& f, const FlatPairFn& jvp,
+                                   const std::vector<Array>& args) {
+  if (!current_trace() || !AutodiffWindow::active()) return f(args);
+  std::vector<Array> tangents;
+  for (const Array& x : args) tangents.push_back(fresh(zeros_like(x)));
+  const Mark m = mark();
+  const auto [outs, tangent_outs] = jvp(args, tangents);
+  return record_custom_jvp(m, args, tangents, outs, tangent_outs, f, jvp);
 }
 
-Batched batch_custom_vjp_marker(const ir::Operation* op, int64_t size,
-                                const std::function<Batched(ir::Value*)>& get) {
-  const std::shared_ptr<CustomRecord> rec = state().customs.at(op);
-  if (rec->what != "custom_vjp")
-    throw Error("vmap of a custom_jvp function under grad is not supported yet");
-  TraceContext& tc = active("vmap");
-  // Everything with the batch dimension first (unbatched values broadcast), so that the new
-  // record's bwd is the recorded one vmapped over axis 0 of every argument.
-  const auto front = [&](ir::Value* v) {
-    const Batched b = get(v);
-    return batching::batch_at(b.value, b.bdim, size, 0);
+std::vector<Array> custom_vjp_call(const FlatFn& f, const FlatFwd& fwd, const FlatBwd& bwd,
+                                   const std::vector<Array>& args) {
+  if (!current_trace() || !AutodiffWindow::active()) return f(args);
+  const Mark m = mark();
+  const auto [outs, residuals] = fwd(args);
+  std::vector<Array> ys = record_custom_vjp(m, args, outs, residuals, bwd, "custom_vjp");
+  const auto& rec = state().customs.at(ys.at(0).tracer_value()->defining_op);
+  rec->fun = f;
+  rec->fwd = fwd;
+  return ys;
+}
+
+std::optional<CustomParts> custom_parts(const ir::Operation* marker) {
+  auto it = state().customs.find(marker);
+  if (it == state().customs.end()) return std::nullopt;
+  const CustomRecord& r = *it->second;
+  return CustomParts{r.what, r.inputs, r.markers, r.closed_over, r.fun,
+                     r.jvp,  r.fwd,    r.bwd,     r.recall};
+}
+
+void set_recall(
+    const ir::Operation* marker, const FlatFn& f,
+    std::function<std::vector<Array>(const FlatFn&, const std::vector<Array>&)> recall) {
+  CustomRecord& r = *state().customs.at(marker);
+  r.fun = f;
+  r.recall = std::move(recall);
+}
+
+Array record_saved(const ir::Operation& op, const std::vector<Array>& operands,
+                   const Array& saved) {
+  VjpRule rule;
+  {
+    std::lock_guard<std::mutex> lock(rules_mutex());
+    auto r = rules().find(op.name);
+    if (r != rules().end()) rule = r->second;
+  }
+  if (!rule) throw Error("grad of " + op.name + " is not supported yet (it has no VJP rule)");
+  auto rec = std::make_shared<CustomRecord>();
+  rec->what = "remat";
+  rec->inputs = operands;
+  const ir::Operation* o = &op;
+  rec->bwd = [o, rule, operands, saved](const std::vector<Array>&, const std::vector<Array>& gs) {
+    TraceContext& tc = active("remat");
+    VjpArgs args{tc, *o, operands, {saved}, gs, {}};
+    for (const Array& x : operands)
+      args.needed.push_back(is_float(x.dtype()) || is_complex(x.dtype()));
+    const std::vector<std::optional<Array>> cts = rule(args);
+    std::vector<Array> out(operands.size());
+    for (size_t i = 0; i < cts.size() && i < out.size(); ++i)
+      if (args.needed[i] && cts[i]) out[i] = *cts[i];
+    return out;
   };
-  std::vector<Array> inputs, residuals;
-  for (const Array& x : rec->inputs) inputs.push_back(front(tc.value_of(x)));
-  for (const Array& r : rec->residuals) residuals.push_back(front(tc.value_of(r)));
-  std::vector<ShapeDtype> per_example;
-  for (const Array& x : rec->inputs) per_example.push_back({x.shape(), x.dtype()});
-  const CustomBwd inner = rec->bwd;
-  // bwd may leave a cotangent out (an invalid Array); vmap needs every output, so zeros.
-  const auto one = [inner, per_example](const std::vector<Array>& res, const Array& g) {
-    std::vector<Array> gs = inner(res, g);
-    for (size_t i = 0; i < gs.size() && i < per_example.size(); ++i)
-      if (!gs[i].valid()) gs[i] = lax::full(per_example[i].shape, 0.0, per_example[i].dtype);
-    return gs;
-  };
-  // The output is moved before the mark: no op of the new record's (empty) forward part may
-  // read a value from outside it.
-  const Array y = front(op->operands[0]);
-  const Mark start = mark();
-  Batched out{record_custom_vjp(start, inputs, y, residuals,
-                                [one](const std::vector<Array>& res, const Array& g) {
-                                  return vmap(one)(res, g);
-                                }),
-              0};
-  // A value the function closes over is refused under grad as before, in its batched form.
-  const std::shared_ptr<CustomRecord> batched =
-      state().customs.at(tc.value_of(out.value)->defining_op);
-  for (const ir::Value* v : rec->closed_over)
-    batched->closed_over.push_back(tc.value_of(get(const_cast<ir::Value*>(v)).value));
-  return out;
+  return mark_outputs(rec, {saved})[0];
+}
+
+void replay_differentiable(const std::vector<ir::Operation*>& ops, ValueEnv& env,
+                           const ValueEnv& saved,
+                           const std::unordered_set<const ir::Operation*>& hidden) {
+  TraceContext& tc = active("remat");
+  AdState& st = state();
+  std::unordered_map<const CustomRecord*, std::shared_ptr<CustomRecord>> copies;
+  auto map_value = [&](const Array& a) { return replayed(env, tc.value_of(a)); };
+  for (ir::Operation* op : ops) {
+    std::vector<Array> operands;
+    for (ir::Value* v : op->operands) operands.push_back(replayed(env, v));
+    if (op->num_results() == 1) {
+      auto s = saved.find(op->result(0));
+      if (s != saved.end()) {
+        env[op->result(0)] = record_saved(*op, operands, s->second);
+        continue;
+      }
+    }
+    auto custom = st.customs.find(op);
+    if (custom != st.customs.end()) {
+      // A custom function inside: the same rule on the replayed inputs and residuals.
+      std::shared_ptr<CustomRecord>& copy = copies[custom->second.get()];
+      if (!copy) {
+        copy = std::make_shared<CustomRecord>(*custom->second);
+        copy->markers.clear();
+        for (Array& a : copy->inputs) a = map_value(a);
+        for (Array& a : copy->residuals) a = map_value(a);
+        for (const ir::Value*& v : copy->closed_over) {
+          auto it = env.find(v);
+          if (it != env.end()) v = tc.value_of(it->second);
+        }
+      }
+      env[op->result(0)] = mark_outputs(copy, {operands[0]})[0];
+      continue;
+    }
+    std::unordered_map<const ir::Value*, ir::Value*> captures;
+    for (ir::Value* v : region_captures(*op))
+      if (env.count(v)) captures[v] = tc.value_of(env.at(v));
+    const std::vector<Array> rs = replay_op(*op, operands, captures);
+    if (!rs.empty() && hidden.count(op)) st.custom_inner.insert(rs[0].tracer_value()->defining_op);
+    for (size_t i = 0; i < rs.size(); ++i) env[op->result(i)] = rs[i];
+  }
 }
 
 std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
@@ -352,6 +451,7 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
   }
   // Cotangents, summed over uses.
   std::unordered_map<const ir::Value*, Array> ct;
+  std::unordered_set<const CustomRecord*> done;  // custom functions already pulled back
   auto accumulate = [&](const ir::Value* v, const Array& g) {
     auto it = ct.find(v);
     if (it == ct.end())
@@ -372,23 +472,30 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
     auto custom = st.customs.find(op);
     if (custom != st.customs.end()) {
       const CustomRecord& rec = *custom->second;
+      if (!done.insert(&rec).second) continue;
       for (const ir::Value* v : rec.closed_over)
         if (reach.count(v))
           throw Error(rec.what + ": differentiated with respect to a " + v->type.str() +
                       " value the function closes over; its rule only differentiates the "
                       "function's explicit arguments, so pass that value as an argument");
-      const Array g = ct.at(op->result(0));
-      std::vector<Array> gs = rec.bwd(rec.residuals, g);
+      std::vector<Array> out_cts;
+      for (const ir::Operation* m : rec.markers) {
+        auto c = ct.find(m->results[0].get());
+        out_cts.push_back(
+            c != ct.end() ? c->second
+                          : lax::full(m->results[0]->type.shape, 0.0, m->results[0]->type.dtype));
+      }
+      std::vector<Array> gs = rec.bwd(rec.residuals, out_cts);
       if (gs.size() != rec.inputs.size())
-        throw Error("custom_vjp: bwd returned " + std::to_string(gs.size()) +
+        throw Error(rec.what + ": bwd returned " + std::to_string(gs.size()) +
                     " cotangents for a function of " + std::to_string(rec.inputs.size()) +
                     " arguments");
       for (size_t i = 0; i < gs.size(); ++i) {
         ir::Value* v = tc.value_of(rec.inputs[i]);
         if (!gs[i].valid() || !reach.count(v)) continue;
         if (gs[i].shape() != rec.inputs[i].shape() || gs[i].dtype() != rec.inputs[i].dtype())
-          throw Error("custom_vjp: bwd's cotangent " + std::to_string(i) + " is " + type_of(gs[i]) +
-                      ", the argument is " + type_of(rec.inputs[i]));
+          throw Error(rec.what + ": bwd's cotangent " + std::to_string(i) + " is " +
+                      type_of(gs[i]) + ", the argument is " + type_of(rec.inputs[i]));
         accumulate(v, with_weak_type(gs[i], false));
       }
       continue;

@@ -46,6 +46,11 @@ namespace batching {
 void register_custom_call_rules(Rules& rules);  // trace/sdpa_rules.cpp
 }  // namespace batching
 
+// A custom function recorded under grad, on batched inputs: its outputs
+// (trace/batching_custom.cpp).
+std::vector<Batched> batch_custom(const ir::Operation& marker,
+                                  const std::function<Batched(ir::Value*)>& get, int64_t size);
+
 namespace {
 
 batching::Rules& rules() {
@@ -181,8 +186,12 @@ struct Walk {
       return;
     }
     if (is_custom_vjp_marker(op)) {
-      env[op->result(0)] =
-          batch_custom_vjp_marker(op, size, [this](ir::Value* v) { return get(v); });
+      // The function's outputs are all batched at its first marker.
+      if (env.count(op->result(0))) return;
+      const std::vector<Batched> rs = batch_custom(
+          *op, [this](ir::Value* v) { return get(v); }, size);
+      const std::vector<const ir::Operation*> markers = custom_parts(op)->markers;
+      for (size_t k = 0; k < markers.size(); ++k) env[markers[k]->result(0)] = rs.at(k);
       return;
     }
     if (is_stop_gradient_marker(op)) {
