@@ -245,8 +245,8 @@ b[len(b) // 2] ^= 1
 open(sys.argv[2], "wb").write(b)
 PY
 serve_error "$work/flipped.serve" "$work/flipped.serve: not a valid serving bundle: checksum mismatch"
-LC_ALL=C sed '1s/^cujax-serve-bundle 2$/cujax-serve-bundle 3/' "$model" >"$work/v3.serve"
-serve_error "$work/v3.serve" "$work/v3.serve: not a valid serving bundle: format version 3"
+LC_ALL=C sed '1s/^cujax-serve-bundle 3$/cujax-serve-bundle 4/' "$model" >"$work/v4.serve"
+serve_error "$work/v4.serve" "$work/v4.serve: not a valid serving bundle: format version 4"
 "$cujax" export --model "$work/model.away" --fn serve --batch 2 --out "$work/x" >"$work/err" 2>&1
 [ $? = 2 ] && grep -q -- '--batch is an option of --fn forward' "$work/err" || fail "export --fn serve --batch: $(cat "$work/err")"
 mv "$work/model.away" "$work/model"

@@ -304,6 +304,34 @@ TEST(Donation, DonatedArgumentsAreDeleted) {
             std::string::npos);
 }
 
+// The cpu backend's scatter writes into its operand when nothing else holds it (a donated
+// argument, as the serving step's KV cache is) and copies it otherwise: an operand the program
+// still reads afterwards, or a caller's argument that was not donated, keeps its values.
+TEST(Donation, ScatterIntoAnOperandStillInUseLeavesItUnchanged) {
+  // x[idx[j]] = (7, 8)[j], one stablehlo.scatter on x itself.
+  const auto update = [](const Array& x, const Array& idx) {
+    lax::ScatterDimensionNumbers d;
+    d.inserted_window_dims = {0};
+    d.scatter_dims_to_operand_dims = {0};
+    return lax::scatter(x, idx, jnp::array(std::vector<float>{7, 8}, Shape{2}), d);
+  };
+  const Array idx = jnp::array(std::vector<int32_t>{3, 1}, Shape{2, 1});
+  JitOptions opts;
+  opts.donate_argnums = {0};
+  auto donated = jit(update, opts);
+  EXPECT_EQ(donated(jnp::arange(5, DType::F32), idx).to_vector<float>(),
+            (std::vector<float>{0, 8, 2, 7, 4}));
+  // The operand is read again after the scatter, and the argument is the caller's.
+  auto both = jit([&](const Array& x, const Array& i) {
+    return std::pair{update(x, i), x * 2.0f};
+  });
+  const Array x = jnp::arange(5, DType::F32);
+  const auto [updated, doubled] = both(x, idx);
+  EXPECT_EQ(updated.to_vector<float>(), (std::vector<float>{0, 8, 2, 7, 4}));
+  EXPECT_EQ(doubled.to_vector<float>(), (std::vector<float>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4}));
+}
+
 TEST(TransferGuard, CountsAndForbidsImplicitTransfers) {
   Array x = jnp::ones({2});
   const int64_t before = implicit_transfer_count();

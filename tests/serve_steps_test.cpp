@@ -60,7 +60,7 @@ TEST(ServeBundle, EngineFromABundleMatchesGenerateAndCompilesOnlyInStart) {
   EXPECT_EQ(steps.vocab_size, 64);
   EXPECT_EQ(steps.buckets, (std::vector<int64_t>{16, 32, 36}));
   ASSERT_EQ(steps.cache.size(), 4u);  // a key and a value buffer per layer
-  EXPECT_EQ(steps.cache.at("blocks.1.value").shape(), (Shape{3, max_seq, 2, 16}));
+  EXPECT_EQ(steps.cache.at("blocks.1.value").shape(), (Shape{3, 2, max_seq, 16}));
   serve::Engine engine(std::move(steps), /*max_queue=*/64);
   EXPECT_EQ(global_compile_count(), before_load);  // loading parses, it does not compile
   engine.start();
@@ -139,20 +139,22 @@ TEST(ServeBundle, RefusesADamagedBundleNamingTheFile) {
   flipped[flipped.size() / 2] ^= 0x20;
   expect_refused(flipped, "checksum mismatch");
   const std::string magic = "cujax-serve-bundle ";
-  std::string v3 = good;
-  v3.replace(magic.size(), 1, "3");
-  expect_refused(v3, "format version 3; this cujax reads version 2");
-  // Version 1's steps did not take top_p.
-  std::string v1 = good;
-  v1.replace(magic.size(), 1, "1");
-  expect_refused(v1, "format version 1; this cujax reads version 2");
+  std::string v4 = good;
+  v4.replace(magic.size(), 1, "4");
+  expect_refused(v4, "format version 4; this cujax reads version 3");
+  // Version 1's steps did not take top_p; version 2's cache was (max_batch, max_seq, ...).
+  for (const char* old : {"1", "2"}) {
+    std::string v = good;
+    v.replace(magic.size(), 1, old);
+    expect_refused(v, std::string("format version ") + old + "; this cujax reads version 3");
+  }
   expect_refused("", "does not start with 'cujax-serve-bundle <version>'");
   expect_refused("cujax-exported 1\n", "does not start with 'cujax-serve-bundle <version>'");
 
   // Bodies that pass the checksum but disagree with themselves (a writer's bug, not damage).
   const size_t body_at = good.find('\n', good.find('\n') + 1) + 1;
   const std::string body = good.substr(body_at);
-  const auto forge = [&](std::string b) { return magic + "2\nsha256 " + sha256_hex(b) + "\n" + b; };
+  const auto forge = [&](std::string b) { return magic + "3\nsha256 " + sha256_hex(b) + "\n" + b; };
   expect_refused(forge(body + "x"), "its members do not add up to the file's size");
   std::string seq = body;
   seq.replace(seq.find("\"max_seq\": 16"), 13, "\"max_seq\": 17");

@@ -81,7 +81,7 @@ commands:
   bench train [--platform P]   ms/step and tokens/s of the tiny config against PyTorch CPU
   bench attention [--seq 1024,4096 --heads N --implementation xla|cudnn --platform P]
                                causal bf16 dot_product_attention, head dim 128, in TFLOP/s
-  bench decode [--config small --batch 1,8 --platform P]
+  bench decode [--config small --batch 1,8 --step model|serve --max-seq T --platform P]
                                the KV-cache decode step, ms per step at each batch size
   bench scaling [--batch B --steps N --platform P]
                                the tiny training step data-parallel on 1, 2, 4, 8 cpu devices;

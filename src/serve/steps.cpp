@@ -1,6 +1,7 @@
 #include "cujax/serve/steps.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -16,6 +17,7 @@
 #include "cujax/lax.h"
 #include "cujax/metrics_log.h"
 #include "cujax/models/lm.h"
+#include "cujax/nn.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
 #include "cujax/vmap.h"
@@ -75,9 +77,17 @@ Array sample(const Array& logits, const Array& positions, const Array& seeds,
   const Array greedy = jnp::astype(jnp::argmax(logits, -1), DType::I32);
   const Array temp = jnp::reshape(temperatures, Shape{batch, 1});
   const Array scaled = logits / jnp::where(jnp::less(0.0f, temp), temp, 1.0f);
-  const Array keep = in_top_k(scaled, jnp::reshape(top_k, Shape{batch, 1}));
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const Array top = jnp::where(keep, scaled, -kInf);
+  // The k-th value's 32 rounds only run when a slot asks for 0 < k < V: otherwise every value
+  // is kept (a few tenths of a ms per step, more with every slot).
+  const int64_t vocab = logits.shape()[1];
+  const Array top = lax::cond(
+      jnp::all(jnp::logical_or(jnp::less(top_k, 1), jnp::greater_equal(top_k, vocab))),
+      [](const Array& x, const Array&) { return x; },
+      [&](const Array& x, const Array& k) {
+        return jnp::where(in_top_k(x, jnp::reshape(k, Shape{batch, 1})), x, -kInf);
+      },
+      scaled, top_k);
   // The nucleus's 32 rounds only run when a slot asks for one (a few tenths of a ms per step).
   const Array masked = lax::cond(
       jnp::all(jnp::greater_equal(top_p, 1.0f)), [](const Array& x, const Array&) { return x; },
@@ -95,33 +105,64 @@ Array sample(const Array& logits, const Array& positions, const Array& seeds,
 }
 
 // Each slot's new key or value (B, 1, heads, head_dim) written into its rows of the cache
-// (B, max_seq, heads, head_dim) at its own position: a dynamic_update_slice per slot, mapped
-// over the slots, which vmap turns into one scatter of B windows. Only the B new rows are
-// written, where a `where` over a one-hot position mask rewrote the whole cache every step; a
-// backend that updates a donated operand in place touches nothing else.
+// (B, heads, max_seq, head_dim) at its own position: a dynamic_update_slice per slot, mapped
+// over the slots, which vmap turns into one scatter of B windows, done in place on the donated
+// cache. Only the B new rows are written, where a `where` over a one-hot position mask rewrote
+// the whole cache every step.
 Array write_at(const Array& cache, const Array& kv, const Array& positions) {
-  const auto write = vmap([](const Array& rows, const Array& row, const Array& position) {
+  const int64_t batch = kv.shape()[0], heads = kv.shape()[2], head_dim = kv.shape()[3];
+  // (B, 1, N, H) and (B, N, 1, H) hold their elements in the same order.
+  const Array rows = jnp::reshape(kv, Shape{batch, heads, 1, head_dim});
+  const auto write = vmap([](const Array& slot, const Array& row, const Array& position) {
     const Array zero = jnp::zeros({}, DType::I32);
-    return lax::dynamic_update_slice(rows, row, {position, zero, zero});
+    return lax::dynamic_update_slice(slot, row, {zero, position, zero});
   });
-  return write(cache, kv, positions);
+  return write(cache, rows, positions);
+}
+
+// One query per slot q (B, 1, N, H) against the slot's cached keys and values (B, N, S, H),
+// positions not `visible` (B, 1, S) masked: dot_product_attention's xla form (f32 logits,
+// scaled, masked with -0.7 * max float, softmax), with each (slot, head)'s S keys and values
+// read in place as one contiguous (S, H) matrix. The model's attention takes (B, S, N, H) and
+// copied every slot's whole cache into a transposed layout per layer and step.
+Array decode_attention(const Array& q, const Array& k, const Array& v, const Array& visible) {
+  const int64_t batch = k.shape()[0], heads = k.shape()[1], head_dim = k.shape()[3];
+  const Array query = jnp::reshape(q, Shape{batch, heads, head_dim});
+  lax::DotDimensionNumbers qk;
+  qk.lhs_batch_dimensions = {0, 1};
+  qk.rhs_batch_dimensions = {0, 1};
+  qk.lhs_contracting_dimensions = {2};
+  qk.rhs_contracting_dimensions = {3};
+  const Array logits = lax::dot_general(query, k, qk, DType::F32);  // (B, N, S)
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const Array masked =
+      jnp::where(visible, logits * scale, -0.7f * std::numeric_limits<float>::max());
+  const Array probs = nn::softmax(masked, -1);
+  lax::DotDimensionNumbers pv;
+  pv.lhs_batch_dimensions = {0, 1};
+  pv.rhs_batch_dimensions = {0, 1};
+  pv.lhs_contracting_dimensions = {2};
+  pv.rhs_contracting_dimensions = {2};
+  return jnp::reshape(lax::dot_general(probs, v, pv), Shape{batch, 1, heads, head_dim});
 }
 
 // One decode step of every slot: tokens (B, 1) at positions (B,) -> the next tokens (B,) and
 // the cache with each slot's key and value written at its own position. The blocks' arithmetic
-// is Block::operator()'s; only the cache write and the mask are per row.
+// is Block::operator()'s with decode_attention for the cache's layout: every matrix product
+// of the weights is one product for all B slots (M = B rows), so the weights are read once per
+// step; only the cache write, attention and the mask are per slot.
 std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& params,
                                   const State& cache, const Array& tokens, const Array& positions,
                                   const Array& seeds, const Array& temperatures, const Array& top_k,
                                   const Array& top_p) {
   const int64_t batch = tokens.shape()[0], d_model = model.config.d_model;
-  const int64_t max_seq = cache.at(key_path(0)).shape()[1];
+  const int64_t max_seq = cache.at(key_path(0)).shape()[2];
   State new_cache;
   const Array logits = nnx::functional_call(model, params, [&] {
     const Array slots = jnp::arange(max_seq, DType::I32);
-    const Array pos = jnp::reshape(positions, Shape{batch, 1});
-    // visible (B, 1, 1, S): key_pos <= position.
-    const Array visible = jnp::reshape(jnp::less_equal(slots, pos), Shape{batch, 1, 1, max_seq});
+    // visible (B, 1, S): key_pos <= position.
+    const Array visible = jnp::reshape(
+        jnp::less_equal(slots, jnp::reshape(positions, Shape{batch, 1})), Shape{batch, 1, max_seq});
     Array x =
         model.embed(tokens) + jnp::reshape(model.pos_embed(positions), Shape{batch, 1, d_model});
     for (size_t i = 0; i < model.blocks.size(); ++i) {
@@ -132,8 +173,7 @@ std::pair<Array, State> decode_fn(models::TransformerLM& model, const State& par
       const Array v = write_at(cache.at(value_path(i)), attn.value(h), positions);
       new_cache.set(key_path(i), k);
       new_cache.set(value_path(i), v);
-      x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, visible, std::nullopt,
-                                         false, std::nullopt));
+      x = x + attn.out(decode_attention(attn.query(h), k, v, visible));
       x = x + block.mlp(block.ln2(x));
     }
     return jnp::reshape(model.embed.attend(model.ln_f(x)), Shape{batch, model.config.vocab_size});
@@ -151,6 +191,7 @@ std::pair<Array, State> prefill_fn(models::TransformerLM& model, const State& pa
                                    const Array& temperatures, const Array& top_k,
                                    const Array& top_p) {
   const int64_t seq = tokens.shape()[1], vocab = model.config.vocab_size;
+  const int64_t d_model = model.config.d_model;
   const Array zero = jnp::zeros({}, DType::I32);
   State new_cache;
   const Array logits = nnx::functional_call(model, params, [&] {
@@ -160,17 +201,22 @@ std::pair<Array, State> prefill_fn(models::TransformerLM& model, const State& pa
       nnx::MultiHeadAttention& attn = block.attn;
       const Array h = block.ln1(x);
       const Array k = attn.key(h), v = attn.value(h);
+      // The cache is (B, N, S, H): the slot's (1, L, N, H) goes in as (1, N, L, H).
       const std::vector<Array> at = {slot, zero, zero, zero};
-      new_cache.set(key_path(i), lax::dynamic_update_slice(cache.at(key_path(i)), k, at));
-      new_cache.set(value_path(i), lax::dynamic_update_slice(cache.at(value_path(i)), v, at));
+      const auto rows = [](const Array& a) {
+        return jnp::transpose(a, std::vector<int64_t>{0, 2, 1, 3});
+      };
+      new_cache.set(key_path(i), lax::dynamic_update_slice(cache.at(key_path(i)), rows(k), at));
+      new_cache.set(value_path(i), lax::dynamic_update_slice(cache.at(value_path(i)), rows(v), at));
       // Query and key lengths are equal: the model's attention_fn is causal.
       x = x + attn.out(attn.attention_fn(attn.query(h), k, v, std::nullopt, std::nullopt,
                                          std::nullopt, false, std::nullopt));
       x = x + block.mlp(block.ln2(x));
     }
-    const Array all = model.embed.attend(model.ln_f(x));  // (1, L, vocab)
-    return jnp::reshape(lax::dynamic_slice(all, {zero, length - 1, zero}, {1, 1, vocab}),
-                        Shape{1, vocab});
+    // Only the prompt's last position is sampled: the head runs on it alone (layer norm is per
+    // position), not on all L.
+    const Array last = lax::dynamic_slice(x, {zero, length - 1, zero}, {1, 1, d_model});
+    return jnp::reshape(model.embed.attend(model.ln_f(last)), Shape{1, vocab});
   });
   return {sample(logits, jnp::reshape(length - 1, Shape{1}), seeds, temperatures, top_k, top_p),
           std::move(new_cache)};
@@ -221,7 +267,7 @@ int64_t checked_max_seq(const models::TransformerLM& model, std::optional<int64_
 }
 
 State zero_cache(const models::TransformerLM& model, int64_t max_batch, int64_t max_seq) {
-  const Shape shape{max_batch, max_seq, model.config.num_heads, model.config.head_dim()};
+  const Shape shape{max_batch, model.config.num_heads, max_seq, model.config.head_dim()};
   State cache;
   for (size_t i = 0; i < model.blocks.size(); ++i) {
     cache.set(key_path(i), jnp::zeros(shape));
@@ -407,9 +453,9 @@ ServeSteps load_steps(const std::string& path) {
       loaded->params.set(leaf.path.substr(kParams.size()), jnp::array(t));
     } else if (where.starts_with("cache.")) {
       const Shape& shape = leaf.aval.shape;
-      if (shape.size() != 4 || shape[0] != s.max_batch || shape[1] != s.max_seq)
+      if (shape.size() != 4 || shape[0] != s.max_batch || shape[2] != s.max_seq)
         throw fail("the decode step's " + leaf.path + " is " + leaf.aval.str() +
-                   ", not (max_batch, max_seq, heads, head_dim)");
+                   ", not (max_batch, heads, max_seq, head_dim)");
       s.cache.set(leaf.path.substr(6), jnp::zeros(leaf.aval.shape, leaf.aval.dtype));
     } else if (leaf.path == "tokens" && leaf.aval.shape != Shape{s.max_batch, 1}) {
       throw fail("the decode step takes tokens " + leaf.aval.str() + ", but max_batch is " +

@@ -4,7 +4,7 @@
 // The engine runs the two functions of ServeSteps (serve/steps.h), jitted from a model or loaded
 // from a serving bundle. One scheduler thread runs a single decode step for all slots together:
 // each slot feeds one token at its own position, the step writes that token's key and value into
-// the slot's rows of the cache (max_batch, max_seq, heads, head_dim) per layer, returned as the
+// the slot's rows of the cache (max_batch, heads, max_seq, head_dim) per layer, returned as the
 // new cache, and attends with the slot's own mask key_pos <= position. A decode step
 // therefore costs one new position per slot, plus attention over max_seq cached keys.
 //
@@ -95,7 +95,7 @@ class Engine {
 
   ServeSteps steps_;
   int64_t max_batch_, max_queue_, max_seq_;
-  State cache_;  // blocks.<i>.key and blocks.<i>.value, (max_batch, max_seq, heads, head_dim)
+  State cache_;  // blocks.<i>.key and blocks.<i>.value, (max_batch, heads, max_seq, head_dim)
   std::vector<int64_t> buckets_;  // prefill lengths: 16, 32, ... below max_seq, then max_seq
   std::vector<Slot> slots_;
   std::deque<std::shared_ptr<Request>> queue_;

@@ -5,9 +5,10 @@
 //         temperatures (B,), top_k (B,), top_p (B,)) -> (next tokens (B,), cache).
 // prefill: one slot's prompt padded to a bucket L, (cache, tokens (1, L), slot (), length (),
 //         seeds (1,), temperatures (1,), top_k (1,), top_p (1,)) -> (next token (1,), cache).
-// The cache is blocks.<i>.key and blocks.<i>.value, (max_batch, max_seq, heads, head_dim) per
-// layer; a step's new cache replaces the old one. Tokens are drawn as models::generate draws
-// them (fold_in(PRNGKey(seed), position)), so a seeded request gives the same tokens either way.
+// The cache is blocks.<i>.key and blocks.<i>.value, (max_batch, heads, max_seq, head_dim) per
+// layer (each slot's keys of a head contiguous, as attention reads them); a step's new cache
+// replaces the old one. Tokens are drawn as models::generate draws them (fold_in(PRNGKey(seed),
+// position)), so a seeded request gives the same tokens either way.
 //
 // jit_steps() jits them from a model and its parameters. export_steps() exports them (the
 // decode step and one prefill per bucket, as jax.export artifacts taking the parameters as
@@ -27,8 +28,9 @@
 
 namespace cujax::serve {
 
-// The bundle format this cujax writes and the only one it reads (2: the steps take top_p).
-inline constexpr int kServeBundleVersion = 2;
+// The bundle format this cujax writes and the only one it reads (2: the steps take top_p; 3:
+// the cache is (max_batch, heads, max_seq, head_dim)).
+inline constexpr int kServeBundleVersion = 3;
 
 struct ServeSteps {
   using Decode = std::function<std::pair<Array, State>(

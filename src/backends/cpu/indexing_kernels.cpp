@@ -575,9 +575,13 @@ Kernel scatter_kernel(const ir::Operation& op, Compiler& cc) {
       check_input(in[n_in + 1 + i], upd_types[i], where, "update");
     }
     check_input(in[n_in], indices, where, "scatter indices");
+    // In place when nothing else sees the input (a donated cache, a dead value), as
+    // dynamic_update_slice does: a serving step's scatter of B new rows into its KV cache then
+    // writes those rows and copies nothing.
     std::vector<HostTensor> results(n_in);
     for (size_t i = 0; i < n_in; ++i)
-      results[i] = (!program && kinds[i] == Combine::Keep) ? in[i] : in[i].clone();
+      results[i] =
+          ((!program && kinds[i] == Combine::Keep) || in[i].is_unique()) ? in[i] : in[i].clone();
     if (s.ip.num_positions == 0 || in[n_in + 1].size() == 0) return results;
     const std::vector<int64_t> idx = read_indices(in[n_in], where);
     if (!program) {
