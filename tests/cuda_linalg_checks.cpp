@@ -55,10 +55,10 @@ Array realify(const Array& x) {
 Array adj(const Array& x) {
   return jnp::conj(jnp::swapaxes(x, -1, -2));
 }
-// A matrix of type t from real a: a itself, or a + i sin(a^T).
+// A matrix of type t from real a: a itself, or a + i sin(3 a).
 Array typed(const Array& a, DType t) {
   if (!is_complex(t)) return a;
-  return lax::complex(a, jnp::sin(jnp::swapaxes(a, -1, -2)));
+  return lax::complex(a, jnp::sin(jnp::multiply(a, 3.0)));
 }
 Array hpd(const Array& x) {
   const int64_t n = x.shape().back();
