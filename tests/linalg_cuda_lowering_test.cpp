@@ -300,7 +300,8 @@ TEST(LinalgCudaLowering, GradAndVmapMatchTheLapackLowering) {
           const ll::SvdResult r = ll::svd(x, full);
           const int64_t k = r.s.shape().back();
           return jnp::add(jnp::sum(jnp::multiply(r.s, jnp::arange(k, t))),
-                          jnp::sum(jnp::abs(jnp::matmul(r.u, jnp::matmul(jnp::eye(k, std::nullopt, 0, t), r.vh)))));
+                          jnp::sum(jnp::abs(jnp::matmul(
+                              r.u, jnp::matmul(jnp::eye(k, std::nullopt, 0, t), r.vh)))));
         })(full ? sq : tall)};
       });
     expect_same("grad tridiagonal_solve", t, [&] {
