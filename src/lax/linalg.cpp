@@ -1,15 +1,19 @@
 // lax.linalg: the factorizations as the custom calls JAX emits on the cpu platform
 // (lapack_?potrf_ffi, getrf, geqrf, orgqr/ungqr, syevd/heevd, gesdd, trsm), with JAX's
 // column-major layouts, backend_config and info outputs; failed batch elements become NaNs as
-// JAX's lowering makes them. The VJP and batching rules of these calls are in
-// trace/linalg_rules.cpp.
+// JAX's lowering makes them. For cuda (linalg_platform.h) they lower as JAX lowers them there:
+// cusolver_{potrf,getrf,geqrf,orgqr,syevd}_ffi, cu_lu_pivots_to_permutation and the SVD of
+// linalg_cusolver.cpp; triangular_solve keeps lapack_?trsm_ffi (JAX's is stablehlo's op). The
+// VJP and batching rules of these calls are in trace/linalg_rules.cpp.
 #include "lax/linalg_call.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "cujax/grad.h"
 #include "cujax/linalg.h"
+#include "cujax/linalg_platform.h"
 #include "cujax/numpy.h"
 #include "lax/util.h"
 
@@ -31,7 +35,7 @@ std::string layout_text(int64_t rank, bool matrix) {
   std::string s = "dense<";
   if (m2m.size() == 1) {
     s += std::to_string(m2m[0]);
-  } else {
+  } else if (m2m.size() > 1) {  // a scalar's is `dense<>`, as MLIR prints it
     s += "[";
     for (size_t i = 0; i < m2m.size(); ++i) s += (i ? ", " : "") + std::to_string(m2m[i]);
     s += "]";
@@ -55,6 +59,10 @@ ir::AttrRef dictionary(std::vector<ir::NamedAttribute> fields) {
 }
 
 }  // namespace
+
+bool lower_for_cuda() {
+  return lowering_platform() == "cuda";
+}
 
 char type_prefix(const std::string& op, const Array& x) {
   switch (x.dtype()) {
@@ -96,10 +104,15 @@ std::vector<Array> lapack_call(const CallSpec& c, const std::vector<Array>& oper
     config.push_back({k, ir::Attribute::integer_attr(v, DType::U8)});
   for (const auto& [k, v] : c.config_i32)
     config.push_back({k, ir::Attribute::integer_attr(v, DType::I32)});
+  for (const auto& [k, v] : c.config_bool) config.push_back({k, ir::Attribute::boolean_attr(v)});
+  // MLIR keeps a dictionary's fields sorted by name.
+  std::sort(
+      config.begin(), config.end(),
+      [](const ir::NamedAttribute& a, const ir::NamedAttribute& b) { return a.name < b.name; });
   s.attributes.push_back({"call_target_name", ir::Attribute::string_attr(c.target)});
   s.attributes.push_back({"mhlo.backend_config", dictionary(std::move(config))});
   if (c.batch_attr) {
-    const int64_t nb = operands[0].ndim() - 2;
+    const int64_t nb = c.batch_dims >= 0 ? c.batch_dims : operands[0].ndim() - 2;
     s.attributes.push_back(
         {"mhlo.frontend_attributes",
          dictionary({{"num_batch_dims", ir::Attribute::string_attr(std::to_string(nb))}})});
@@ -176,8 +189,15 @@ Array cholesky(const Array& x_in, bool symmetrize_input) {
   Array x = x_in;
   if (symmetrize_input) x = lax::div(lax::add(x, adjoint(x)), lax::full(x.shape(), 2, x.dtype()));
   CallSpec c;
-  c.target = std::string("lapack_") + type_prefix("linalg.cholesky", x) + "potrf_ffi";
-  c.config = {{"uplo", 'L'}};
+  if (lower_for_cuda()) {
+    type_prefix("linalg.cholesky", x);
+    c.target = "cusolver_potrf_ffi";
+    c.config_bool = {{"lower", true}};
+    c.batch_attr = true;
+  } else {
+    c.target = std::string("lapack_") + type_prefix("linalg.cholesky", x) + "potrf_ffi";
+    c.config = {{"uplo", 'L'}};
+  }
   c.results = {ir::Type::tensor(x.shape(), x.dtype()),
                ir::Type::tensor(batch_of(x.shape(), {}), DType::I32)};
   c.operand_matrix = {true};
@@ -193,6 +213,7 @@ std::tuple<Array, Array, Array> lu(const Array& x) {
   const int64_t k = std::min(m, n);
   CallSpec c;
   c.target = std::string("lapack_") + type_prefix("linalg.lu", x) + "getrf_ffi";
+  if (lower_for_cuda()) c.target = "cusolver_getrf_ffi";
   c.results = {ir::Type::tensor(x.shape(), x.dtype()),
                ir::Type::tensor(batch_of(x.shape(), {k}), DType::I32),
                ir::Type::tensor(batch_of(x.shape(), {}), DType::I32)};
@@ -218,6 +239,16 @@ Array lu_pivots_to_permutation(const Array& pivots, int64_t permutation_size) {
                  " is smaller than the number of pivots in " + type_str(pivots));
   Shape ps(pivots.shape().begin(), pivots.shape().end() - 1);
   ps.push_back(permutation_size);
+  if (lower_for_cuda()) {
+    CallSpec c;
+    c.target = "cu_lu_pivots_to_permutation";
+    c.results = {ir::Type::tensor(ps, DType::I32)};
+    c.operand_matrix = {false};
+    c.result_matrix = {false};
+    c.batch_attr = true;
+    c.batch_dims = pivots.ndim() - 1;
+    return lapack_call(c, {pivots})[0];
+  }
   const int64_t last = static_cast<int64_t>(ps.size()) - 1;
   const Array iota = lax::broadcasted_iota(DType::I32, ps, last);
   auto body = [&](const Array& i, const Array& perm) {
@@ -251,6 +282,7 @@ Array householder_product(const Array& a, const Array& taus) {
   CallSpec c;
   const char p = type_prefix(op, a);
   c.target = std::string("lapack_") + p + (is_complex(a.dtype()) ? "ungqr_ffi" : "orgqr_ffi");
+  if (lower_for_cuda()) c.target = "cusolver_orgqr_ffi";
   c.results = {ir::Type::tensor(a.shape(), a.dtype())};
   c.operand_matrix = {true, false};
   c.result_matrix = {true};
@@ -275,6 +307,7 @@ std::tuple<Array, Array, Array> qr_factors(const Array& x, bool full_matrices, b
   } else {
     CallSpec c;
     c.target = std::string("lapack_") + type_prefix(op, x) + "geqrf_ffi";
+    if (lower_for_cuda()) c.target = "cusolver_geqrf_ffi";
     c.results = {ir::Type::tensor(x.shape(), x.dtype()),
                  ir::Type::tensor(batch_of(x.shape(), {k}), x.dtype())};
     c.operand_matrix = {true};
@@ -442,6 +475,11 @@ std::pair<Array, Array> eigh(const Array& x_in, bool lower, bool symmetrize_inpu
   CallSpec c;
   c.target = std::string("lapack_") + type_prefix(op, x) + (cplx ? "heevd_ffi" : "syevd_ffi");
   c.config = {{"mode", 'V'}, {"uplo", lower ? 'L' : 'U'}};
+  if (lower_for_cuda()) {
+    c.target = "cusolver_syevd_ffi";
+    c.config = {{"algorithm", 0}};  // JAX's EighImplementation default
+    c.config_bool = {{"lower", lower}};
+  }
   const int64_t n = x.shape().back();
   c.results = {ir::Type::tensor(x.shape(), x.dtype()),
                ir::Type::tensor(batch_of(x.shape(), {n}), complex_component(x.dtype())),
@@ -482,6 +520,7 @@ SvdResult svd(const Array& x, bool full_matrices, bool compute_uv,
     }
     return all;
   }
+  if (lower_for_cuda()) return detail::cusolver_svd(x, full_matrices, compute_uv);
   const char mode = !compute_uv ? 'N' : full_matrices ? 'A' : 'S';
   CallSpec c;
   c.target = std::string("lapack_") + type_prefix(op, x) + "gesdd_ffi";

@@ -9,6 +9,7 @@
 
 #include "cujax/array.h"
 #include "cujax/ir/ir.h"
+#include "cujax/linalg.h"
 
 namespace cujax::lax::linalg::detail {
 
@@ -16,13 +17,23 @@ struct CallSpec {
   std::string target;
   std::vector<std::pair<std::string, char>> config;  // mhlo.backend_config, as ui8 characters
   std::vector<std::pair<std::string, int32_t>> config_i32;  // and as i32 integers
+  std::vector<std::pair<std::string, bool>> config_bool;    // and as bools (cuSOLVER's)
   std::vector<ir::Type> results;
   std::vector<bool> operand_matrix, result_matrix;  // column-major matrices (JAX's layouts)
   int alias_operand = -1;                           // the operand result 0 overwrites
   bool alias_each = false;                          // result i overwrites operand i, for all
   bool batch_attr = false;  // mhlo.frontend_attributes = {num_batch_dims = "..."}
+  int64_t batch_dims = -1;  // its value; -1: operand 0's rank - 2
 };
 std::vector<Array> lapack_call(const CallSpec& c, const std::vector<Array>& operands);
+
+// Whether to lower as JAX does on cuda (cusolver_*_ffi, cusparse_gtsv2_ffi,
+// cu_lu_pivots_to_permutation) rather than to LAPACK's calls: lowering_platform() is "cuda".
+bool lower_for_cuda();
+
+// svd as JAX lowers it on cuda (linalg_cusolver.cpp): cusolver_gesvdj_ffi up to 1024 x 1024,
+// else cusolver_gesvd_ffi.
+SvdResult cusolver_svd(const Array& x, bool full_matrices, bool compute_uv);
 
 // 's', 'd', 'c' or 'z'; throws naming `op` for other dtypes.
 char type_prefix(const std::string& op, const Array& x);

@@ -1,7 +1,8 @@
 // lax.linalg's factorizations of general square matrices: eig (lapack_?geev_ffi), schur
 // (lapack_?gees_ffi) and hessenberg (lapack_?gehrd_ffi); and the tridiagonal ones: tridiagonal
 // (lapack_?sytrd_ffi / hetrd) and tridiagonal_solve (lapack_?gtsv_ffi). Lowered as JAX lowers
-// them on cpu.
+// them on cpu; for cuda (linalg_platform.h) the tridiagonal ones become cusolver_sytrd_ffi and
+// cusparse_gtsv2_ffi, and eig, schur and hessenberg stay LAPACK's, as JAX has them on cpu only.
 #include "cujax/linalg.h"
 #include "lax/linalg_call.h"
 #include "lax/util.h"
@@ -95,6 +96,11 @@ TridiagonalResult tridiagonal(const Array& a, bool lower) {
   c.target = std::string("lapack_") + type_prefix(op, a) +
              (is_complex(a.dtype()) ? "hetrd_ffi" : "sytrd_ffi");
   c.config = {{"uplo", lower ? 'L' : 'U'}};
+  if (lower_for_cuda()) {
+    c.target = "cusolver_sytrd_ffi";
+    c.config = {};
+    c.config_bool = {{"lower", lower}};
+  }
   c.results = {ir::Type::tensor(a.shape(), a.dtype()),
                ir::Type::tensor(batch_of(a.shape(), {n}), real),
                ir::Type::tensor(batch_of(a.shape(), {n - 1}), real),
@@ -120,6 +126,16 @@ Array tridiagonal_solve(const Array& dl, const Array& d, const Array& du, const 
                                 lax::detail::type_str(dl) + ", " + lax::detail::type_str(d) +
                                 " and " + lax::detail::type_str(du));
   CallSpec c;
+  if (lower_for_cuda()) {  // cuSPARSE's gtsv2: x alone, no info
+    type_prefix(op, b);
+    c.target = "cusparse_gtsv2_ffi";
+    c.results = {ir::Type::tensor(b.shape(), b.dtype())};
+    c.operand_matrix = {false, false, false, true};
+    c.result_matrix = {true};
+    c.alias_operand = 3;
+    c.batch_attr = true;
+    return lapack_call(c, {dl, d, du, b})[0];
+  }
   c.target = std::string("lapack_") + type_prefix(op, b) + "gtsv_ffi";
   const ir::Type dt = ir::Type::tensor(diag, b.dtype());
   c.results = {dt, dt, dt, ir::Type::tensor(b.shape(), b.dtype()),

@@ -28,8 +28,12 @@ std::string target_of(const ir::Operation& op) {
   return t ? t->text : "";
 }
 
-// "potrf" for lapack_spotrf_ffi.
+// "potrf" for lapack_spotrf_ffi and cusolver_potrf_ffi (JAX's cuda lowering, which returns
+// what LAPACK's does but for gesvdj's V and gtsv2's lone x); "gtsv2" for cusparse_gtsv2_ffi.
 std::string family_of(const std::string& target) {
+  if (target.rfind("cusolver_", 0) == 0) return target.substr(9, target.size() - 13);
+  if (target == "cusparse_gtsv2_ffi") return "gtsv2";
+  if (target == "cu_lu_pivots_to_permutation") return "pivots_to_permutation";
   return target.substr(8, target.size() - 12);
 }
 
@@ -37,6 +41,17 @@ char config_char(const ir::Operation& op, const char* name, char dflt) {
   const ir::Attribute* c = op.attr("mhlo.backend_config");
   const ir::Attribute* f = c ? c->field(name) : nullptr;
   return f && f->kind == ir::Attribute::Kind::Integer ? static_cast<char>(f->integer) : dflt;
+}
+
+// The SVD's mode: LAPACK's `mode`, or cuSOLVER's compute_uv and full_matrices.
+char svd_mode(const ir::Operation& op) {
+  const ir::Attribute* c = op.attr("mhlo.backend_config");
+  const ir::Attribute* uv = c ? c->field("compute_uv") : nullptr;
+  if (!uv || uv->kind != ir::Attribute::Kind::Bool) return config_char(op, "mode", 'A');
+  const ir::Attribute* full = c->field("full_matrices");
+  return !uv->boolean                                                          ? 'N'
+         : (full && full->kind == ir::Attribute::Kind::Bool && !full->boolean) ? 'S'
+                                                                               : 'A';
 }
 
 [[noreturn]] void no_grad(const ir::Operation& op, const std::string& why) {
@@ -143,7 +158,9 @@ Tangents syevd_jvp(const VjpArgs& a, const Array& da) {
 
 // svd_jvp_rule (reduced matrices; full ones only where they are the same, m == n).
 Tangents gesdd_jvp(const VjpArgs& a, const Array& da) {
-  const char mode = config_char(a.op, "mode", 'A');
+  const char mode = svd_mode(a.op);
+  // cusolver_gesvdj_ffi returns V: the rule runs on V^H and gives V's tangent back.
+  const bool gives_v = family_of(target_of(a.op)) == "gesvdj";
   const Array& x = a.operands[0];
   const int64_t m = x.shape()[x.ndim() - 2], n = x.shape().back();
   if (mode == 'A' && m != n)
@@ -154,7 +171,7 @@ Tangents gesdd_jvp(const VjpArgs& a, const Array& da) {
     const ll::SvdResult r = ll::svd(x, false, true);
     u = r.u, s = r.s, vt = r.vh;
   } else {
-    u = a.results[2], s = a.results[1], vt = a.results[3];
+    u = a.results[2], s = a.results[1], vt = gives_v ? mH(a.results[3]) : a.results[3];
   }
   const DType t = x.dtype();
   const Array v = mH(vt);
@@ -184,7 +201,7 @@ Tangents gesdd_jvp(const VjpArgs& a, const Array& da) {
     dv = jnp::add(dv, jnp::divide(jnp::subtract(dahu, jnp::matmul(v, jnp::matmul(vt, dahu))),
                                   jnp::astype(s_row, t)));
   }
-  return {{1, 2, 3}, {ds, du, mH(dv)}};
+  return {{1, 2, 3}, {ds, du, gives_v ? dv : mH(dv)}};
 }
 
 // The VJP of a call whose JVP `jvp` is linear in its tangent: the backward walk of that JVP.
@@ -238,10 +255,11 @@ Array shifted(const Array& x, int64_t axis, bool prev) {
 // diagonals.
 std::vector<std::optional<Array>> gtsv_vjp(const VjpArgs& a) {
   const Array &dl = a.operands[0], &d = a.operands[1], &du = a.operands[2];
-  const Array& x = a.results[3];
+  const size_t xi = a.results.size() == 1 ? 0 : 3;  // cusparse_gtsv2_ffi returns x alone
+  const Array& x = a.results[xi];
   const int64_t last = dl.ndim() - 1;
   const Array b_ct =
-      ll::tridiagonal_solve(shifted(du, last, true), d, shifted(dl, last, false), a.cts[3]);
+      ll::tridiagonal_solve(shifted(du, last, true), d, shifted(dl, last, false), a.cts[xi]);
   const int64_t rows = x.ndim() - 2;
   const auto minus_dot = [&](const Array& y) {
     return jnp::negative(jnp::sum(jnp::multiply(b_ct, y), -1));
@@ -292,7 +310,10 @@ ir::AttrRef wider_layouts(const ir::Attribute* layouts) {
 
 bool is_linalg_call(const ir::Operation& op) {
   const std::string t = target_of(op);
-  return t.rfind("lapack_", 0) == 0 && t.size() > 12 && t.compare(t.size() - 4, 4, "_ffi") == 0;
+  return (t.rfind("lapack_", 0) == 0 && t.size() > 12 && t.compare(t.size() - 4, 4, "_ffi") == 0) ||
+         (t.rfind("cusolver_", 0) == 0 && t.size() > 13 &&
+          t.compare(t.size() - 4, 4, "_ffi") == 0) ||
+         t == "cusparse_gtsv2_ffi" || t == "cu_lu_pivots_to_permutation";
 }
 
 std::vector<std::optional<Array>> linalg_vjp(const VjpArgs& a) {
@@ -301,8 +322,8 @@ std::vector<std::optional<Array>> linalg_vjp(const VjpArgs& a) {
   if (f == "potrf") return transpose_jvp(a, potrf_jvp);
   if (f == "getrf") return transpose_jvp(a, getrf_jvp);
   if (f == "syevd" || f == "heevd") return transpose_jvp(a, syevd_jvp);
-  if (f == "gesdd") return transpose_jvp(a, gesdd_jvp);
-  if (f == "gtsv") return gtsv_vjp(a);
+  if (f == "gesdd" || f == "gesvdj" || f == "gesvd") return transpose_jvp(a, gesdd_jvp);
+  if (f == "gtsv" || f == "gtsv2") return gtsv_vjp(a);
   if (f == "geev") return transpose_jvp(a, geev_jvp);
   // JAX defines no derivative for these primitives either; its message names the primitive.
   static const std::pair<const char*, const char*> jax_names[] = {{"gees", "schur"},

@@ -152,8 +152,8 @@ bool moves_elements(const std::string& name) {
 
 // The ops on complex values that op_kernel runs as it runs them on every type: they carry
 // values without reading them (constants, calls, control flow), move whole elements of any
-// width (reverse, bitcast_convert, gather, dynamic slices), or are the complex product of its
-// naive dot kernel.
+// width (reverse, bitcast_convert, gather, dynamic slices), are the complex product of its
+// naive dot kernel, or call cuSOLVER/cuSPARSE (cholesky, JAX's linear-algebra custom calls).
 bool op_kernel_takes_complex(const std::string& name) {
   static const std::set<std::string> names = {"stablehlo.constant",
                                               "func.call",
@@ -165,7 +165,9 @@ bool op_kernel_takes_complex(const std::string& name) {
                                               "stablehlo.gather",
                                               "stablehlo.dynamic_slice",
                                               "stablehlo.dynamic_update_slice",
-                                              "stablehlo.dot_general"};
+                                              "stablehlo.dot_general",
+                                              "stablehlo.cholesky",
+                                              "stablehlo.custom_call"};
   return names.count(name) > 0;
 }
 

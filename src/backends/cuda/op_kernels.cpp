@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/linalg_calls.h"
 #include "backends/cuda/narrow.h"
 #include "backends/cuda/op_launch.h"
 #include "compiler/narrow_types.h"
@@ -823,6 +824,8 @@ DeviceKernel op_kernel(const ir::Operation& op, const OpKernelContext& ctx) {
   if (name == "stablehlo.is_finite") return is_finite_kernel(op, d);
   if (name == "stablehlo.convolution") return convolution_kernel(op, d);
   if (name == "stablehlo.triangular_solve") return triangular_solve_kernel(op, d);
+  if (name == "stablehlo.cholesky") return cholesky_kernel(op, d);
+  if (name == "stablehlo.custom_call") return linalg_call_kernel(op, d);
   if (name == "stablehlo.reduce_precision") return reduce_precision_kernel(op, d);
   if (name == "stablehlo.optimization_barrier") return identity_kernel(op);
   if (name == "stablehlo.rng_bit_generator") return rng_bit_generator_kernel(op, d);
