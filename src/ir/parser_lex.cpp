@@ -210,7 +210,8 @@ uint64_t Parser::float_bits(const NumTok& t, DType dt) {
     return t.mag;
   }
   uint64_t bits = 0;
-  if (!decimal_to_float_bits(t.text, dt, &bits)) fail(t.pos, "bad float literal " + quoted_text(t.text));
+  if (!decimal_to_float_bits(t.text, dt, &bits))
+    fail(t.pos, "bad float literal " + quoted_text(t.text));
   return bits;
 }
 
