@@ -12,19 +12,14 @@
 #include <vector>
 
 #include "backends/cpu/fusion.h"
+#include "cpu_fusion_util.h"
 #include "cujax/ir/parser.h"
 #include "cujax/runtime/backend.h"
 
 namespace cujax {
 namespace {
 
-HostTensor random_f32(const Shape& shape, uint32_t seed, float scale = 2.0f) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(num_elements(shape)));
-  for (float& x : v) x = normal(gen);
-  return HostTensor::from_vector(v, shape);
-}
+using namespace testutil;
 
 // Replaces every "$NAME" of `vars` in `text`, longest names first.
 std::string fill(std::string text, const std::vector<std::pair<std::string, std::string>>& vars) {
@@ -32,30 +27,6 @@ std::string fill(std::string text, const std::vector<std::pair<std::string, std:
     for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at))
       text.replace(at, name.size(), value), at += value.size();
   return text;
-}
-
-std::vector<HostTensor> run(const std::string& text, const std::vector<HostTensor>& args,
-                            bool fused) {
-  cpu::set_fusion_enabled(fused);
-  auto module = ir::parse_module(text);
-  auto exe = runtime::get_backend("cpu").compile(*module, "main");
-  auto out = exe->execute_on_host(args);
-  cpu::set_fusion_enabled(true);
-  return out;
-}
-
-void expect_bit_identical(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(a[i].type_string(), b[i].type_string()) << "result " << i;
-    EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].nbytes()), 0) << "result " << i;
-  }
-}
-
-cpu::FusionPlan plan_of(const std::string& text) {
-  auto module = ir::parse_module(text);
-  const ir::Block& block = module->lookup("main")->body.front();
-  return cpu::plan_fusion(block, block.ops.size() - 1);
 }
 
 // nn::softmax over the last axis, as cujax traces it.
