@@ -80,8 +80,8 @@ position() { awk -v s="$2" '$1 == s { print NR; found = 1; exit } END { if (!fou
 
 # --- the default budget
 dry_run dry "$build" || fail "--dry-run: exit status $?"
-for stage in doctor devices gpu-tests cudnn-attention-forward cudnn-attention-gradient conformance \
-  conformance-ext conformance-interpret jax-import train-tiny jax-train-tiny attention \
+for stage in doctor devices gpu-tests cuda-linalg cudnn-attention-forward cudnn-attention-gradient \
+  conformance conformance-ext conformance-interpret jax-import train-tiny jax-train-tiny attention \
   attention-cudnn jax-attention decode jax-decode dispatch jax-dispatch bench serve scaling \
   train-gpt2 jax-train-gpt2 interop; do
   grep -q "^=== $stage$" "$work/dry.log" || fail "--dry-run lists no stage $stage"
@@ -90,7 +90,7 @@ done
 # The order: doctor first, correctness in the issue's order before every benchmark, interop last.
 [ "$(position dry doctor)" = 1 ] || fail "doctor is not the first stage"
 prev=0
-for stage in gpu-tests cudnn-attention-forward cudnn-attention-gradient conformance \
+for stage in gpu-tests cuda-linalg cudnn-attention-forward cudnn-attention-gradient conformance \
   conformance-ext conformance-interpret; do
   p=$(position dry "$stage")
   [ "$p" -gt "$prev" ] || fail "correctness stage $stage out of order (row $p)"
@@ -102,8 +102,8 @@ first_benchmark=$(awk '$2 == "benchmark" { print NR; exit }' "$work/dry.rows")
 [ "$(awk 'END { print $1, $2 }' "$work/dry.rows")" = "interop interop" ] || fail "interop is not last"
 [ "$(grep -c ' interop ' "$work/dry.rows")" = 1 ] || fail "more than one interop stage"
 # The gtest filters and the commands.
-grep -qE "^\(limit [0-9]+s\) .*cuda_test --gtest_filter=-CudnnAttention\.\*$" "$work/dry.log" ||
-  fail "gpu-tests does not leave out the CudnnAttention tests"
+grep -qE "^\(limit [0-9]+s\) .*cuda_test --gtest_filter=-CudnnAttention\.\*:CudaLinalg\.\*$" \
+  "$work/dry.log" || fail "gpu-tests does not leave out the CudnnAttention and CudaLinalg tests"
 grep -qE "^\(limit [0-9]+s\) .*cuda_test --gtest_filter=CudnnAttention\.Forward\*$" "$work/dry.log" ||
   fail "no forward-only cuDNN attention stage"
 grep -qE "^\(limit [0-9]+s\) .*cuda_test --gtest_filter=CudnnAttention\.Gradient\*$" "$work/dry.log" ||
@@ -232,9 +232,11 @@ EOF
 cat >"$bin/cuda_test" <<'EOF'
 #!/usr/bin/env bash
 case "$1" in
-  --gtest_filter=-CudnnAttention.\*)
+  --gtest_filter=-CudnnAttention.\*:CudaLinalg.\*)
     printf '[==========] 3 tests from 2 test suites ran. (5 ms total)\n[  PASSED  ] 2 tests.\n'
     printf '[  SKIPPED ] 1 test, listed below:\n[  SKIPPED ] CudaVsCpu.Something\n' ;;
+  --gtest_filter=CudaLinalg.\*)
+    printf '[==========] 1 test from 1 test suite ran. (1 ms total)\n[  PASSED  ] 1 test.\n' ;;
   --gtest_filter=CudnnAttention.Forward\*)
     printf '[==========] 0 tests from 0 test suites ran. (0 ms total)\n[  PASSED  ] 0 tests.\n' ;;
   --gtest_filter=CudnnAttention.Gradient\*)
@@ -264,6 +266,7 @@ real_row() {  # real_row STAGE PATTERN: the stage's row's outcome matches
 }
 real_row doctor "ok +[0-9]+s"
 real_row gpu-tests "ok: 2 passed, 1 skipped, 0 failed"
+real_row cuda-linalg "ok: 1 passed, 0 skipped, 0 failed"
 real_row cudnn-attention-forward "FAILED \(no test matched\)"
 real_row cudnn-attention-gradient "FAILED \(exit 1\): 1 passed, 0 skipped, 1 failed"
 real_row conformance-interpret "ok"

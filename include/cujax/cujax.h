@@ -38,6 +38,7 @@
 #include "cujax/control_flow.h"
 #include "cujax/lax.h"
 #include "cujax/linalg.h"
+#include "cujax/linalg_platform.h"
 #include "cujax/nn.h"
 #include "cujax/nn/initializers.h"
 #include "cujax/numpy.h"
