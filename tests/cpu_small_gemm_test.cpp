@@ -74,6 +74,25 @@ TEST(CpuSmallGemm, LargeProductsSplitOverThreads) {
     for (int64_t M : {1, 5, 8}) check_direct(M, 1001, 301, tb, rng);
 }
 
+// A slot's result must not depend on how many slots share the step: every row is summed in
+// the same order whatever M is, so batched decoding gives each sequence the bits it gets alone.
+TEST(CpuSmallGemm, EachRowIndependentOfRowCount) {
+  std::mt19937 rng(11);
+  const int64_t M = cpu::kSmallGemmMaxRows, N = 300, K = 203;
+  for (bool tb : {false, true}) {
+    const auto a = uniform_values(M * K, rng);
+    const auto b = uniform_values(N * K, rng);
+    const int64_t ldb = tb ? K : N;
+    std::vector<float> all(static_cast<size_t>(M * N)), one(static_cast<size_t>(N));
+    cpu::small_gemm_f32(M, N, K, a.data(), K, b.data(), ldb, tb, all.data(), N);
+    for (int64_t m = 0; m < M; ++m) {
+      cpu::small_gemm_f32(1, N, K, a.data() + m * K, K, b.data(), ldb, tb, one.data(), N);
+      for (int64_t n = 0; n < N; ++n)
+        ASSERT_EQ(all[m * N + n], one[n]) << "row " << m << ", column " << n << (tb ? " (tb)" : "");
+    }
+  }
+}
+
 // Runs stablehlo.dot_general with the given contracting dimensions on the cpu backend.
 HostTensor run_dot(const HostTensor& l, const HostTensor& r, int64_t rc, const Shape& out) {
   ir::Module m;
