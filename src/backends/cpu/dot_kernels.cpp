@@ -28,6 +28,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg_kernels.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/small_gemm.h"
 
 namespace cujax::cpu {
 
@@ -315,6 +316,13 @@ void matmul(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, bool ta, c
   if (K <= 0) {
     for (int64_t m = 0; m < M; ++m) std::fill_n(c + m * ldc, N, A(0));
     return;
+  }
+  if constexpr (std::is_same_v<A, float>) {
+    // Few rows (a decode step's slots) and large weights: read each weight once for all rows.
+    if (!ta && small_gemm_f32_pays(M, N, K, tb)) {
+      small_gemm_f32(M, N, K, a, lda, b, ldb, tb, c, ldc);
+      return;
+    }
   }
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
     // Row blocks of C on our threads: rows m0.. of op(A) start at column m0 of a transposed A.
