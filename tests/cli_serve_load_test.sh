@@ -23,14 +23,20 @@ scale="${CUJAX_TEST_TIME_SCALE:-1}"
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 source "$(dirname "$0")/serve_test_lib.sh"
 
-# A 2-step tiny model: what it says does not matter, only that it is served.
+# 2-step models: what they say does not matter, only that they are served. The load runs on
+# tiny; the drain on small, whose streams (6 layers, 253 tokens) outlast the time it takes to
+# queue four requests: tiny's 125-token streams can all end before the fourth one arrives.
 printf 'The model serves text under load.\n%.0s' $(seq 200) >"$work/corpus.txt"
-"$cujax" train --config tiny --data "$work/corpus.txt" --steps 2 --batch 2 --seq 16 --log-every 1 \
-  --eval-every 2 --eval-batches 1 --out "$work/model" >/dev/null 2>&1 || { echo "train failed"; exit 1; }
-max_len=$(/usr/bin/python3 -c "import json;print(json.load(open('$work/model/config.json'))['model']['max_len'])")
+# Both folders are named `model`: the server names a model by its folder, as the requests do.
+for config in tiny small; do
+  "$cujax" train --config "$config" --data "$work/corpus.txt" --steps 2 --batch 2 --seq 16 \
+    --log-every 1 --eval-every 2 --eval-batches 1 --out "$work/$config/model" >/dev/null 2>&1 ||
+    { echo "train --config $config failed"; exit 1; }
+done
+model="$work/tiny/model"
 
-start() {  # start ARGS...: serves the model on a free port ($url) and waits for /healthz 200
-  serve_start "$work/serve.log" --model "$work/model" "$@" && return 0
+start() {  # start ARGS...: serves $model on a free port ($url) and waits for /healthz 200
+  serve_start "$work/serve.log" --model "$model" "$@" && return 0
   echo "FAIL: not ready: $(cat "$work/serve.log")"
   exit 1
 }
@@ -119,6 +125,8 @@ pid=""
 
 # SIGTERM with streams in flight and queued: one slot, four streams of max_len - 3 tokens each
 # (a listed completion is two of them). SIGTERM goes once the first tokens arrive.
+model="$work/small/model"
+max_len=$(/usr/bin/python3 -c "import json;print(json.load(open('$model/config.json'))['model']['max_len'])")
 start --max-batch 1 --max-queue 4
 n=$((max_len - 3))
 curl -sN "$url/v1/generate" -d "{\"prompt\": \"Hi\", \"max_tokens\": $n, \"stream\": true}" \
