@@ -138,34 +138,27 @@ std::shared_ptr<void> scratch(Device& d, int64_t n) {
   return d.allocate(static_cast<size_t>(std::max<int64_t>(1, n)) * sizeof(T));
 }
 
-// Calls f(routines) for the element type's cuSOLVER routines.
-template <class F>
-void with_solver(DType t, F f) {
-  const SolverApi& a = solver_api();
+// Calls f with the routines of `api` (cuSOLVER's or cuSPARSE's) for element type t.
+template <class Api, class F>
+void with_routines(const Api& api, DType t, F f) {
   switch (t) {
     case DType::F32:
-      return f(a.s);
+      return f(api.s);
     case DType::F64:
-      return f(a.d);
+      return f(api.d);
     case DType::C64:
-      return f(a.c);
+      return f(api.c);
     default:
-      return f(a.z);
+      return f(api.z);
   }
 }
 template <class F>
+void with_solver(DType t, F f) {
+  with_routines(solver_api(), t, f);
+}
+template <class F>
 void with_sparse(DType t, F f) {
-  const SparseApi& a = sparse_api();
-  switch (t) {
-    case DType::F32:
-      return f(a.s);
-    case DType::F64:
-      return f(a.d);
-    case DType::C64:
-      return f(a.c);
-    default:
-      return f(a.z);
-  }
+  with_routines(sparse_api(), t, f);
 }
 template <class R>
 using scalar_of = typename std::remove_cvref_t<R>::scalar;
