@@ -46,7 +46,7 @@ bool is_bit_op(const std::string& n) {
          n == "stablehlo.shift_right_logical";
 }
 
-class Rewriter {
+class NarrowTypesRewriter {
  public:
   void region(const ir::Region& from, ir::Region& to, ValueMap& map, bool widen) {
     for (const auto& block : from.blocks) {
@@ -209,7 +209,7 @@ bool has_narrow(const ir::Module& module) {
 
 std::unique_ptr<ir::Module> widen_narrow_types(const ir::Module& module) {
   std::unique_ptr<ir::Module> out = copy_signatures(module);
-  Rewriter rw;
+  NarrowTypesRewriter rw;
   for (size_t i = 0; i < module.functions.size(); ++i) {
     ValueMap map;
     rw.region(module.functions[i]->body, out->functions[i]->body, map, false);

@@ -32,7 +32,7 @@ bool touches_quantized(const ir::Operation& op) {
   return ir::op_has_type(op, is_quantized_type);
 }
 
-class Rewriter {
+class QuantizedRewriter {
  public:
   void region(const ir::Region& from, ir::Region& to, ValueMap& map) {
     for (const auto& block : from.blocks) {
@@ -209,7 +209,7 @@ bool has_quantized(const ir::Module& module) {
 
 std::unique_ptr<ir::Module> lower_quantized_types(const ir::Module& module) {
   std::unique_ptr<ir::Module> out = copy_signatures(module);
-  Rewriter rw;
+  QuantizedRewriter rw;
   for (size_t i = 0; i < module.functions.size(); ++i) {
     for (ir::Type& t : out->functions[i]->result_types) t = storage_of(t);
     ValueMap map;

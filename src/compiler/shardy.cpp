@@ -344,9 +344,10 @@ std::string target_of(const ir::Operation& op) {
   return s;
 }
 
-class Rewriter {
+class ShardyRewriter {
  public:
-  Rewriter(std::map<std::string, SdyMesh> meshes, int64_t n) : meshes_(std::move(meshes)), n_(n) {}
+  ShardyRewriter(std::map<std::string, SdyMesh> meshes, int64_t n)
+      : meshes_(std::move(meshes)), n_(n) {}
 
   HloSharding sharding(const std::string& text, int64_t rank) const {
     return sdy_sharding_to_hlo(text, meshes_, rank, n_);
@@ -604,7 +605,7 @@ bool has_shardy(const ir::Module& module) {
 void shardy_to_gspmd(ir::Module& module, int64_t num_partitions) {
   ir::Function* main = module.lookup("main");
   if (!main || !has_shardy(module)) return;
-  Rewriter rw(sdy_meshes(module), num_partitions);
+  ShardyRewriter rw(sdy_meshes(module), num_partitions);
   const std::vector<ir::Type> args = main->arg_types();
   main->arg_attrs.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i) rw.attrs(main->arg_attrs[i], args[i].rank());

@@ -15,6 +15,7 @@
 #include "distributed/mpi_transport.h"
 
 #include "cujax/core/error.h"
+#include "distributed/process_identity.h"
 
 #ifdef CUJAX_HAVE_MPI
 
@@ -43,14 +44,6 @@ constexpr int kGoodbyeTag = 1;
 constexpr int kHeartbeatTag = 2;
 constexpr int kIdentity = 128;  // bytes of host:pid exchanged at start
 using Clock = std::chrono::steady_clock;
-
-// This process as the others name it.
-std::string identity() {
-  char host[256] = "?";
-  gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = '\0';
-  return std::string(host) + ":" + std::to_string(::getpid());
-}
 
 void check(int rc, const std::string& call) {
   if (rc == MPI_SUCCESS) return;
@@ -85,7 +78,7 @@ class MpiTransport final : public runtime::Transport {
     MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
     const size_t n = static_cast<size_t>(size());
     std::vector<char> mine(kIdentity, '\0'), all(n * kIdentity);
-    const std::string me = identity();
+    const std::string me = process_identity();
     std::memcpy(mine.data(), me.data(), std::min<size_t>(me.size(), kIdentity - 1));
     check(MPI_Allgather(mine.data(), kIdentity, MPI_CHAR, all.data(), kIdentity, MPI_CHAR, comm_),
           "MPI_Allgather");

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cujax/core/error.h"
+#include "distributed/process_identity.h"
 
 namespace cujax::distributed {
 
@@ -64,14 +65,6 @@ std::string format_seconds(double s) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", s);
   return text;
-}
-
-// This process as other processes name it.
-std::string identity() {
-  char host[256] = "?";
-  gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = '\0';
-  return std::string(host) + ":" + std::to_string(::getpid());
 }
 
 bool write_all(int fd, const void* data, size_t n) {
@@ -161,7 +154,7 @@ class TcpTransport final : public runtime::Transport {
         heard_(new std::atomic<int64_t>[static_cast<size_t>(count)]),
         gone_(static_cast<size_t>(count)),
         cut_(static_cast<size_t>(count)) {
-    ids_[static_cast<size_t>(index)] = identity();
+    ids_[static_cast<size_t>(index)] = process_identity();
     const auto deadline = Clock::now() + seconds(timeouts.initialization);
     if (index == 0)
       accept_all(address, deadline);

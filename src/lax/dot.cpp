@@ -9,10 +9,6 @@ using namespace detail;
 
 namespace {
 
-bool contains(const std::vector<int64_t>& v, int64_t x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
 void check_dims(const std::string& op, const char* what, const std::vector<int64_t>& dims,
                 const Array& a) {
   std::vector<bool> seen(static_cast<size_t>(a.ndim()), false);

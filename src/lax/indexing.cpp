@@ -9,10 +9,6 @@ using namespace detail;
 
 namespace {
 
-bool contains(const std::vector<int64_t>& v, int64_t x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
 // Distinct, in [0, bound), and sorted when `sorted`.
 void check_dim_list(const std::string& op, const char* what, const std::vector<int64_t>& v,
                     int64_t bound, bool sorted, const std::string& against) {

@@ -1,6 +1,7 @@
 // Shared helpers of the lax implementation: type strings for messages, checks, op specs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,6 +17,10 @@ namespace cujax::lax::detail {
 std::string type_str(const Array& a);
 std::string type_str(DType dtype, const Shape& shape);
 std::string list_str(const std::vector<int64_t>& v);
+
+inline bool contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 // Throws Error("lax.<op>: <message>").
 [[noreturn]] void fail(const std::string& op, const std::string& message);

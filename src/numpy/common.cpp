@@ -111,6 +111,10 @@ Promoted promote(const std::string& fn, const std::vector<ArrayLike>& args, bool
   return p;
 }
 
+Array promoted_operand(const char* fn, const ArrayLike& x, Promote how) {
+  return promote(fn, {x}, false, how).args[0];
+}
+
 Array full_as(const Array& like, double value) {
   return lax::full(like.shape(), value, like.dtype());
 }

@@ -7,28 +7,20 @@ namespace cujax::numpy {
 
 using detail::set_weak;
 
-namespace {
-
-Array operand(const char* fn, const ArrayLike& x) {
-  return detail::promote(fn, {x}, false).args[0];
-}
-
-}  // namespace
-
 Array real(const ArrayLike& x) {
-  Array a = operand("real", x);
+  Array a = detail::promoted_operand("real", x);
   if (!is_complex(a.dtype())) return a;
   return set_weak(lax::real(a), a.weak_type());
 }
 
 Array imag(const ArrayLike& x) {
-  Array a = operand("imag", x);
+  Array a = detail::promoted_operand("imag", x);
   if (!is_complex(a.dtype())) return set_weak(detail::full_as(a, 0), a.weak_type());
   return set_weak(lax::imag(a), a.weak_type());
 }
 
 Array conj(const ArrayLike& x) {
-  Array a = operand("conj", x);
+  Array a = detail::promoted_operand("conj", x);
   if (!is_complex(a.dtype())) return a;  // jnp.conj keeps a real dtype
   return set_weak(lax::conj(a), a.weak_type());
 }
@@ -38,7 +30,7 @@ Array conjugate(const ArrayLike& x) {
 }
 
 Array angle(const ArrayLike& x, bool deg) {
-  Array a = operand("angle", x);
+  Array a = detail::promoted_operand("angle", x);
   Array re, im;
   if (is_complex(a.dtype())) {
     re = lax::real(a);
@@ -61,14 +53,14 @@ bool isrealobj(const ArrayLike& x) {
 }
 
 Array iscomplex(const ArrayLike& x) {
-  Array a = operand("iscomplex", x);
+  Array a = detail::promoted_operand("iscomplex", x);
   if (!is_complex(a.dtype())) return lax::full(a.shape(), 0, DType::Bool);
   const Array im = lax::imag(a);
   return lax::ne(im, detail::full_as(im, 0));
 }
 
 Array isreal(const ArrayLike& x) {
-  Array a = operand("isreal", x);
+  Array a = detail::promoted_operand("isreal", x);
   if (!is_complex(a.dtype())) return lax::full(a.shape(), 1, DType::Bool);
   const Array im = lax::imag(a);
   return lax::eq(im, detail::full_as(im, 0));

@@ -11,6 +11,7 @@ using detail::convert;
 using detail::fail;
 using detail::promote;
 using detail::Promote;
+using detail::promoted_operand;
 using detail::set_weak;
 
 namespace {
@@ -35,13 +36,8 @@ Array compare(const char* fn, const ArrayLike& x, const ArrayLike& y, LaxBinary 
   return op(a, b);
 }
 
-// The operand as an array of its promoted (optionally inexact) dtype.
-Array operand(const char* fn, const ArrayLike& x, Promote how = Promote::Plain) {
-  return promote(fn, {x}, false, how).args[0];
-}
-
 Array unary_inexact(const char* fn, const ArrayLike& x, LaxUnary op) {
-  Array a = operand(fn, x, Promote::Inexact);
+  Array a = promoted_operand(fn, x, Promote::Inexact);
   return set_weak(op(a), a.weak_type());
 }
 
@@ -231,17 +227,17 @@ Array copysign(const ArrayLike& x, const ArrayLike& y) {
 }
 
 Array negative(const ArrayLike& x) {
-  Array a = operand("negative", x);
+  Array a = promoted_operand("negative", x);
   require_numeric("negative", a.dtype());
   return set_weak(lax::neg(a), a.weak_type());
 }
 
 Array positive(const ArrayLike& x) {
-  return operand("positive", x);
+  return promoted_operand("positive", x);
 }
 
 Array abs(const ArrayLike& x) {
-  Array a = operand("abs", x);
+  Array a = promoted_operand("abs", x);
   if (is_unsigned_int(a.dtype()) || a.dtype() == DType::Bool) return a;
   return set_weak(lax::abs(a), a.weak_type());
 }
@@ -251,7 +247,7 @@ Array absolute(const ArrayLike& x) {
 }
 
 Array sign(const ArrayLike& x) {
-  Array a = operand("sign", x);
+  Array a = promoted_operand("sign", x);
   if (a.dtype() == DType::Bool) return a;
   if (is_unsigned_int(a.dtype()))
     return set_weak(convert(lax::ne(a, c(a, 0)), a.dtype()), a.weak_type());
@@ -259,13 +255,13 @@ Array sign(const ArrayLike& x) {
 }
 
 Array square(const ArrayLike& x) {
-  Array a = operand("square", x);
+  Array a = promoted_operand("square", x);
   require_numeric("square", a.dtype());
   return set_weak(lax::mul(a, a), a.weak_type());
 }
 
 Array reciprocal(const ArrayLike& x) {
-  Array a = operand("reciprocal", x, Promote::Inexact);
+  Array a = promoted_operand("reciprocal", x, Promote::Inexact);
   return set_weak(lax::div(c(a, 1), a), a.weak_type());
 }
 
@@ -273,7 +269,7 @@ Array exp(const ArrayLike& x) {
   return unary_inexact("exp", x, lax::exp);
 }
 Array exp2(const ArrayLike& x) {
-  Array a = operand("exp2", x, Promote::Inexact);
+  Array a = promoted_operand("exp2", x, Promote::Inexact);
   return set_weak(lax::exp(lax::mul(a, c(a, std::numbers::ln2))), a.weak_type());
 }
 Array expm1(const ArrayLike& x) {
@@ -283,11 +279,11 @@ Array log(const ArrayLike& x) {
   return unary_inexact("log", x, lax::log);
 }
 Array log2(const ArrayLike& x) {
-  Array a = operand("log2", x, Promote::Inexact);
+  Array a = promoted_operand("log2", x, Promote::Inexact);
   return set_weak(lax::div(lax::log(a), c(a, std::numbers::ln2)), a.weak_type());
 }
 Array log10(const ArrayLike& x) {
-  Array a = operand("log10", x, Promote::Inexact);
+  Array a = promoted_operand("log10", x, Promote::Inexact);
   return set_weak(lax::div(lax::log(a), c(a, std::numbers::ln10)), a.weak_type());
 }
 Array log1p(const ArrayLike& x) {
@@ -316,66 +312,66 @@ Array tanh(const ArrayLike& x) {
 }
 
 Array arcsin(const ArrayLike& x) {
-  Array a = operand("arcsin", x, Promote::Inexact);
+  Array a = promoted_operand("arcsin", x, Promote::Inexact);
   if (is_complex(a.dtype())) return set_weak(lax::asin(a), a.weak_type());
   Array r = lax::atan2(a, lax::sqrt(lax::sub(c(a, 1), lax::mul(a, a))));
   return set_weak(r, a.weak_type());
 }
 Array arccos(const ArrayLike& x) {
-  Array a = operand("arccos", x, Promote::Inexact);
+  Array a = promoted_operand("arccos", x, Promote::Inexact);
   if (is_complex(a.dtype())) return set_weak(lax::acos(a), a.weak_type());
   Array r = lax::atan2(lax::sqrt(lax::sub(c(a, 1), lax::mul(a, a))), a);
   return set_weak(r, a.weak_type());
 }
 Array arctan(const ArrayLike& x) {
-  Array a = operand("arctan", x, Promote::Inexact);
+  Array a = promoted_operand("arctan", x, Promote::Inexact);
   if (is_complex(a.dtype())) return set_weak(lax::atan(a), a.weak_type());
   return set_weak(lax::atan2(a, c(a, 1)), a.weak_type());
 }
 Array sinh(const ArrayLike& x) {
-  Array a = operand("sinh", x, Promote::Inexact);
+  Array a = promoted_operand("sinh", x, Promote::Inexact);
   Array r = lax::mul(lax::sub(lax::expm1(a), lax::expm1(lax::neg(a))), c(a, 0.5));
   return set_weak(r, a.weak_type());
 }
 Array cosh(const ArrayLike& x) {
-  Array a = operand("cosh", x, Promote::Inexact);
+  Array a = promoted_operand("cosh", x, Promote::Inexact);
   Array r = lax::mul(lax::add(lax::exp(a), lax::exp(lax::neg(a))), c(a, 0.5));
   return set_weak(r, a.weak_type());
 }
 Array arcsinh(const ArrayLike& x) {
-  Array a = operand("arcsinh", x, Promote::Inexact);
+  Array a = promoted_operand("arcsinh", x, Promote::Inexact);
   if (is_complex(a.dtype())) return set_weak(lax::asinh(a), a.weak_type());
   Array m = lax::abs(a);
   Array r = lax::log(lax::add(m, lax::sqrt(lax::add(lax::mul(m, m), c(m, 1)))));
   return set_weak(lax::mul(lax::sign(a), r), a.weak_type());
 }
 Array arccosh(const ArrayLike& x) {
-  Array a = operand("arccosh", x, Promote::Inexact);
+  Array a = promoted_operand("arccosh", x, Promote::Inexact);
   if (is_complex(a.dtype())) return set_weak(lax::acosh(a), a.weak_type());
   Array r = lax::log(lax::add(a, lax::sqrt(lax::mul(lax::sub(a, c(a, 1)), lax::add(a, c(a, 1))))));
   return set_weak(r, a.weak_type());
 }
 Array arctanh(const ArrayLike& x) {
-  Array a = operand("arctanh", x, Promote::Inexact);
+  Array a = promoted_operand("arctanh", x, Promote::Inexact);
   if (is_complex(a.dtype())) return set_weak(lax::atanh(a), a.weak_type());
   Array r = lax::mul(c(a, 0.5), lax::log1p(lax::div(lax::mul(c(a, 2), a), lax::sub(c(a, 1), a))));
   return set_weak(r, a.weak_type());
 }
 
 Array floor(const ArrayLike& x) {
-  Array a = operand("floor", x);
+  Array a = promoted_operand("floor", x);
   require_real("floor", a.dtype());
   if (!is_float(a.dtype())) return a;
   return set_weak(lax::floor(a), a.weak_type());
 }
 Array ceil(const ArrayLike& x) {
-  Array a = operand("ceil", x);
+  Array a = promoted_operand("ceil", x);
   require_real("ceil", a.dtype());
   if (!is_float(a.dtype())) return a;
   return set_weak(lax::ceil(a), a.weak_type());
 }
 Array trunc(const ArrayLike& x) {
-  Array a = operand("trunc", x);
+  Array a = promoted_operand("trunc", x);
   require_real("trunc", a.dtype());
   if (!is_float(a.dtype())) return a;
   Array r = lax::select(lax::lt(a, c(a, 0)), lax::ceil(a), lax::floor(a));
@@ -386,7 +382,7 @@ Array rint(const ArrayLike& x) {
 }
 
 Array round(const ArrayLike& x, int decimals) {
-  Array a = operand("round", x);
+  Array a = promoted_operand("round", x);
   require_real("round", a.dtype());
   if (a.dtype() == DType::Bool) return a;
   if (!is_float(a.dtype())) {
@@ -538,7 +534,7 @@ Array bitwise_xor(const ArrayLike& x, const ArrayLike& y) {
   return bitwise("bitwise_xor", x, y, lax::bitwise_xor);
 }
 Array bitwise_not(const ArrayLike& x) {
-  Array a = operand("bitwise_not", x);
+  Array a = promoted_operand("bitwise_not", x);
   require_integer_or_bool("bitwise_not", a.dtype());
   return set_weak(lax::bitwise_not(a), a.weak_type());
 }

@@ -39,6 +39,8 @@ struct Promoted {
 enum class Promote { Plain, Inexact };
 Promoted promote(const std::string& fn, const std::vector<ArrayLike>& args, bool broadcast = true,
                  Promote how = Promote::Plain);
+// One operand as an array of its promoted (optionally inexact) dtype.
+Array promoted_operand(const char* fn, const ArrayLike& x, Promote how = Promote::Plain);
 
 // A constant of x's dtype and shape.
 Array full_as(const Array& like, double value);

@@ -12,7 +12,7 @@ namespace cujax::runtime {
 
 namespace {
 
-std::mutex mu;
+std::mutex cpu_devices_mutex;
 std::optional<int> chosen;
 std::string chosen_by;  // "CUJAX_NUM_CPU_DEVICES=8", "set_num_cpu_devices(8)", "the default"
 
@@ -36,7 +36,7 @@ struct Setting {
   std::string source;
 };
 
-std::optional<Setting> from_environment() {
+std::optional<Setting> setting_from_environment() {
   std::optional<Setting> own, xla;
   if (const char* v = std::getenv("CUJAX_NUM_CPU_DEVICES"); v && *v)
     own =
@@ -61,20 +61,20 @@ std::optional<Setting> from_environment() {
 }  // namespace
 
 std::optional<int> cpu_devices_from_environment() {
-  if (auto env = from_environment()) return env->count;
+  if (auto env = setting_from_environment()) return env->count;
   return std::nullopt;
 }
 
 void set_num_cpu_devices(int n) {
   const std::string call = "set_num_cpu_devices(" + std::to_string(n) + ")";
   if (n < 1) throw Error(call + ": needs at least 1");
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(cpu_devices_mutex);
   if (chosen && *chosen != n)
     throw Error(call + ": the cpu backend already has " + std::to_string(*chosen) +
                 " devices, from " + chosen_by +
                 " (set the count once, before the devices are first used)");
   if (chosen) return;
-  if (const auto env = from_environment(); env && env->count != n)
+  if (const auto env = setting_from_environment(); env && env->count != n)
     throw Error(call + " conflicts with " + env->source +
                 " in the environment: set the cpu device count in one place");
   chosen = n;
@@ -82,9 +82,9 @@ void set_num_cpu_devices(int n) {
 }
 
 int num_cpu_devices() {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(cpu_devices_mutex);
   if (!chosen) {
-    if (const auto env = from_environment()) {
+    if (const auto env = setting_from_environment()) {
       chosen = env->count;
       chosen_by = env->source;
     } else {

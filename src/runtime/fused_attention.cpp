@@ -7,7 +7,7 @@ namespace cujax::runtime {
 
 namespace {
 
-std::mutex& mu() {
+std::mutex& probes_mutex() {
   static std::mutex m;
   return m;
 }
@@ -20,14 +20,14 @@ std::map<std::string, FusedAttentionProbe, std::less<>>& probes() {
 }  // namespace
 
 void register_fused_attention_probe(std::string platform, FusedAttentionProbe probe) {
-  std::lock_guard<std::mutex> lock(mu());
+  std::lock_guard<std::mutex> lock(probes_mutex());
   probes()[std::move(platform)] = std::move(probe);
 }
 
 FusedAttentionSupport fused_attention_support(std::string_view platform, int device) {
   FusedAttentionProbe probe;
   {
-    std::lock_guard<std::mutex> lock(mu());
+    std::lock_guard<std::mutex> lock(probes_mutex());
     auto it = probes().find(platform);
     if (it == probes().end()) return {};
     probe = it->second;

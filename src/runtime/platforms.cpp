@@ -38,7 +38,7 @@ State& state() {
   return s;
 }
 
-Choice from_environment() {
+Choice platform_from_environment() {
   Choice c;
   const char* v = std::getenv("CUJAX_PLATFORMS");
   if (!v || !*v) return c;
@@ -54,7 +54,7 @@ Choice from_environment() {
 Choice current() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.set && !s.used) s.chosen = from_environment();
+  if (!s.set && !s.used) s.chosen = platform_from_environment();
   s.used = true;
   return s.chosen;
 }

@@ -7,7 +7,7 @@
 namespace cujax::runtime {
 
 namespace {
-std::mutex mu;
+std::mutex group_mutex;
 ProcessGroup& current() {
   static ProcessGroup g;
   return g;
@@ -15,12 +15,12 @@ ProcessGroup& current() {
 }  // namespace
 
 ProcessGroup process_group() {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(group_mutex);
   return current();
 }
 
 void set_process_group(const ProcessGroup& group) {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(group_mutex);
   current() = group;
 }
 

@@ -59,7 +59,7 @@ AdState& state() {
   return s;
 }
 
-vjp::Rules& rules() {
+vjp::Rules& vjp_rules() {
   static vjp::Rules r = [] {
     vjp::Rules x;
     vjp::register_elementwise_rules(x);
@@ -73,7 +73,7 @@ vjp::Rules& rules() {
   }();
   return r;
 }
-std::mutex& rules_mutex() {
+std::mutex& vjp_rules_mutex() {
   static std::mutex mu;
   return mu;
 }
@@ -131,13 +131,13 @@ std::vector<Array> mark_outputs(const std::shared_ptr<CustomRecord>& rec,
 }  // namespace
 
 void register_vjp_rule(const std::string& op_name, VjpRule rule) {
-  std::lock_guard<std::mutex> lock(rules_mutex());
-  rules()[op_name] = std::move(rule);
+  std::lock_guard<std::mutex> lock(vjp_rules_mutex());
+  vjp_rules()[op_name] = std::move(rule);
 }
 
 bool has_vjp_rule(const std::string& op_name) {
-  std::lock_guard<std::mutex> lock(rules_mutex());
-  return rules().count(op_name) > 0;
+  std::lock_guard<std::mutex> lock(vjp_rules_mutex());
+  return vjp_rules().count(op_name) > 0;
 }
 
 AutodiffWindow::AutodiffWindow() {
@@ -356,9 +356,9 @@ Array record_saved(const ir::Operation& op, const std::vector<Array>& operands,
                    const Array& saved) {
   VjpRule rule;
   {
-    std::lock_guard<std::mutex> lock(rules_mutex());
-    auto r = rules().find(op.name);
-    if (r != rules().end()) rule = r->second;
+    std::lock_guard<std::mutex> lock(vjp_rules_mutex());
+    auto r = vjp_rules().find(op.name);
+    if (r != vjp_rules().end()) rule = r->second;
   }
   if (!rule) throw Error("grad of " + op.name + " is not supported yet (it has no VJP rule)");
   auto rec = std::make_shared<CustomRecord>();
@@ -510,9 +510,9 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
     if (!any_needed) continue;
     VjpRule rule;
     {
-      std::lock_guard<std::mutex> lock(rules_mutex());
-      auto r = rules().find(op->name);
-      if (r != rules().end()) rule = r->second;
+      std::lock_guard<std::mutex> lock(vjp_rules_mutex());
+      auto r = vjp_rules().find(op->name);
+      if (r != vjp_rules().end()) rule = r->second;
     }
     if (!rule) throw Error("grad of " + op->name + " is not supported yet (it has no VJP rule)");
     VjpArgs args{tc, *op, {}, {}, {}, needed};

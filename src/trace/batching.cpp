@@ -53,7 +53,7 @@ std::vector<Batched> batch_custom(const ir::Operation& marker,
 
 namespace {
 
-batching::Rules& rules() {
+batching::Rules& batch_rules() {
   static batching::Rules r = [] {
     batching::Rules x;
     batching::register_elementwise_rules(x);
@@ -66,7 +66,7 @@ batching::Rules& rules() {
   }();
   return r;
 }
-std::mutex& rules_mutex() {
+std::mutex& batch_rules_mutex() {
   static std::mutex mu;
   return mu;
 }
@@ -78,13 +78,13 @@ std::string type_of(const ir::Type& t) {
 }  // namespace
 
 void register_batch_rule(const std::string& op_name, BatchRule rule) {
-  std::lock_guard<std::mutex> lock(rules_mutex());
-  rules()[op_name] = std::move(rule);
+  std::lock_guard<std::mutex> lock(batch_rules_mutex());
+  batch_rules()[op_name] = std::move(rule);
 }
 
 bool has_batch_rule(const std::string& op_name) {
-  std::lock_guard<std::mutex> lock(rules_mutex());
-  return rules().count(op_name) > 0;
+  std::lock_guard<std::mutex> lock(batch_rules_mutex());
+  return batch_rules().count(op_name) > 0;
 }
 
 int64_t mapped_size(const std::vector<Array>& leaves, const std::vector<Axis>& axes,
@@ -201,9 +201,9 @@ struct Walk {
     }
     BatchRule rule;
     {
-      std::lock_guard<std::mutex> lock(rules_mutex());
-      auto r = rules().find(op->name);
-      if (r != rules().end()) rule = r->second;
+      std::lock_guard<std::mutex> lock(batch_rules_mutex());
+      auto r = batch_rules().find(op->name);
+      if (r != batch_rules().end()) rule = r->second;
     }
     if (!rule) throw Error("vmap: no batching rule for " + op->name);
     BatchArgs args{tc, *op, {}, {}, size, [this](ir::Value* v) { return get(v); }};

@@ -25,7 +25,7 @@
 namespace cujax::ir {
 namespace {
 
-using bytecode::AttrRef;
+using BAttrRef = bytecode::AttrRef;
 using bytecode::BAttr;
 using bytecode::BModule;
 using bytecode::BOp;
@@ -114,7 +114,7 @@ class Emitter {
       throw Error(name_ + ": the bytecode does not hold one builtin.module");
     const BOp& mod = *m_.top[0];
     std::string out = "module";
-    std::vector<std::pair<std::string, AttrRef>> rest;
+    std::vector<std::pair<std::string, BAttrRef>> rest;
     for (const auto& [k, v] : mod.attrs) {
       if (k == "sym_name" && v->kind == K::String) {
         out += " @" + symbol(v->text);
@@ -158,7 +158,7 @@ class Emitter {
     if (!name || name->kind != K::String || !m || m->kind != K::Sdy || m->enum_value != "mesh")
       fail(op, "expected a symbol name and an sdy mesh");
     out += "  sdy.mesh @" + symbol(name->text) + " = " + m->text;
-    std::vector<std::pair<std::string, AttrRef>> rest;
+    std::vector<std::pair<std::string, BAttrRef>> rest;
     for (const auto& [k, v] : op.attrs)
       if (k != "sym_name" && k != "mesh") rest.emplace_back(k, v);
     if (!rest.empty()) out += " " + dict_text(rest, op);
@@ -166,7 +166,7 @@ class Emitter {
   }
 
   // ---- attributes --------------------------------------------------------------------------
-  std::string dict_text(const std::vector<std::pair<std::string, AttrRef>>& entries,
+  std::string dict_text(const std::vector<std::pair<std::string, BAttrRef>>& entries,
                         const BOp& op) {
     std::string s = "{";
     for (size_t i = 0; i < entries.size(); ++i) {
@@ -283,7 +283,7 @@ class Emitter {
         }
         return "#stablehlo<" + a.text + " " + a.enum_value + ">";
       case K::Dict: {
-        std::vector<std::pair<std::string, AttrRef>> e;
+        std::vector<std::pair<std::string, BAttrRef>> e;
         for (const auto& [k, v] : a.entries) {
           if (k->kind != K::String) fail(op, "dictionary key is not a string");
           e.emplace_back(k->text, v);
@@ -764,7 +764,7 @@ class Emitter {
     for (size_t i = 0; i < ft.outputs.size(); ++i)
       out += (i ? ", " : "") + type_text(*ft.outputs[i]) + attrs_at(res_attrs, i);
     out += ")";
-    std::vector<std::pair<std::string, AttrRef>> extra;
+    std::vector<std::pair<std::string, BAttrRef>> extra;
     for (const auto& [k, v] : op.attrs)
       if (k != "sym_name" && k != "function_type" && k != "sym_visibility" && k != "arg_attrs" &&
           k != "res_attrs")
