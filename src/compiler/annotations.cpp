@@ -30,7 +30,7 @@ constexpr std::array<std::string_view, 11> kIdentityTargets = {"annotate_device_
 constexpr std::array<std::string_view, 3> kIdentityOps = {"sdy.sharding_constraint", "sdy.reshard",
                                                           "sdy.propagation_barrier"};
 
-std::string target_of(const ir::Operation& op) {
+std::string custom_call_target(const ir::Operation& op) {
   if (op.name != "stablehlo.custom_call") return "";
   const ir::Attribute* t = op.attr("call_target_name");
   return t ? t->text : "";
@@ -47,7 +47,7 @@ Action action_of(const ir::Operation& op) {
   if (contains(kIdentityOps, op.name)) return Action::Identity;
   if (op.name == "sdy.manual_computation") return Action::Inline;
   if (op.name == "sdy.sharding_group") return Action::Drop;
-  const std::string target = target_of(op);
+  const std::string target = custom_call_target(op);
   if (target.empty()) return Action::Keep;
   if (target == "annotate_device_placement") {
     const ir::Attribute* fa = op.attr("mhlo.frontend_attributes");

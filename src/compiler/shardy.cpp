@@ -335,7 +335,7 @@ bool is_manual_call(const ir::Operation& op) {
   return op.name == "stablehlo.custom_call" && t && t->text == "xla.sdy.ManualComputation";
 }
 
-std::string target_of(const ir::Operation& op) {
+std::string sdy_call_target(const ir::Operation& op) {
   if (op.name != "stablehlo.custom_call") return "";
   const ir::Attribute* t = op.attr("call_target_name");
   if (!t) return "";
@@ -372,7 +372,7 @@ class ShardyRewriter {
     b.ops.clear();
     for (auto& op : ops) {
       resolve(*op);
-      const std::string target = target_of(*op);
+      const std::string target = sdy_call_target(*op);
       if (op->name == "sdy.sharding_constraint" || op->name == "sdy.reshard") {
         const HloSharding h = sharding(sdy_text(op->attr("sharding")), op->result()->type.rank());
         make_sharding_call(*op, h.str());
@@ -523,7 +523,7 @@ class ShardyRewriter {
 
 bool block_has_shardy(const ir::Block& b) {
   for (const auto& op : b.ops) {
-    if (op->name.starts_with("sdy.") || target_of(*op).starts_with("xla.sdy.") ||
+    if (op->name.starts_with("sdy.") || sdy_call_target(*op).starts_with("xla.sdy.") ||
         is_manual_call(*op))
       return true;
   }

@@ -8,7 +8,7 @@ namespace cujax::runtime {
 
 namespace {
 std::mutex group_mutex;
-ProcessGroup& current() {
+ProcessGroup& current_group() {
   static ProcessGroup g;
   return g;
 }
@@ -16,12 +16,12 @@ ProcessGroup& current() {
 
 ProcessGroup process_group() {
   std::lock_guard<std::mutex> lock(group_mutex);
-  return current();
+  return current_group();
 }
 
 void set_process_group(const ProcessGroup& group) {
   std::lock_guard<std::mutex> lock(group_mutex);
-  current() = group;
+  current_group() = group;
 }
 
 std::vector<int> global_cpu_device_ids() {

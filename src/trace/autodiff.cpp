@@ -109,7 +109,7 @@ std::vector<ir::Value*> inputs_of(const ir::Operation& op) {
   return out;
 }
 
-std::string type_of(const Array& a) {
+std::string array_type_text(const Array& a) {
   return std::string(mlir_name(a.dtype())) + shape_to_string(a.shape());
 }
 
@@ -215,11 +215,11 @@ Array ones_like_scalar(const Array& y) {
 void check_scalar_output(const Array& y) {
   if (!y.valid()) throw Error("grad: the function returned an uninitialized Array");
   if (is_complex(y.dtype()))
-    throw Error("grad requires real-valued outputs, but the function returned " + type_of(y) +
+    throw Error("grad requires real-valued outputs, but the function returned " + array_type_text(y) +
                 " (complex); for f'(z) of a holomorphic f pass `holomorphic` "
                 "(grad(f, argnums<0>, holomorphic)), or differentiate real(f) or abs(f)");
   if (!y.shape().empty() || !is_float(y.dtype()))
-    throw Error("grad requires real scalar outputs, but the function returned " + type_of(y) +
+    throw Error("grad requires real scalar outputs, but the function returned " + array_type_text(y) +
                 "; use vjp for non-scalar outputs");
 }
 
@@ -228,10 +228,10 @@ void check_holomorphic(const Array& y, const std::vector<Array>& inputs) {
   if (!y.shape().empty() || !is_complex(y.dtype()))
     throw Error(
         "grad with holomorphic requires a complex scalar output, but the function returned " +
-        type_of(y));
+        array_type_text(y));
   for (const Array& x : inputs)
     if (!is_complex(x.dtype()))
-      throw Error("grad with holomorphic requires complex inputs, got " + type_of(x));
+      throw Error("grad with holomorphic requires complex inputs, got " + array_type_text(x));
 }
 
 void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array>& cts,
@@ -243,8 +243,8 @@ void check_cotangents(const std::vector<Array>& outputs, const std::vector<Array
     if (!cts[i].valid() || cts[i].shape() != outputs[i].shape() ||
         (cts[i].dtype() != outputs[i].dtype() &&
          (is_float(outputs[i].dtype()) || is_complex(outputs[i].dtype()))))
-      throw Error(what + ": leaf " + std::to_string(i) + " should be " + type_of(outputs[i]) +
-                  ", got " + (cts[i].valid() ? type_of(cts[i]) : std::string("an invalid Array")));
+      throw Error(what + ": leaf " + std::to_string(i) + " should be " + array_type_text(outputs[i]) +
+                  ", got " + (cts[i].valid() ? array_type_text(cts[i]) : std::string("an invalid Array")));
 }
 
 // The values `ops` read from outside themselves, other than `inputs`.
@@ -293,7 +293,7 @@ std::vector<Array> record_custom_jvp(const Mark& start, const std::vector<Array>
       throw Error("custom_jvp: the JVP rule returned an uninitialized Array");
     if (tangent_outs[i].shape() != outs[i].shape() || tangent_outs[i].dtype() != outs[i].dtype())
       throw Error("custom_jvp: the JVP rule's tangent output " + std::to_string(i) + " is " +
-                  type_of(tangent_outs[i]) + ", its primal output " + type_of(outs[i]));
+                  array_type_text(tangent_outs[i]) + ", its primal output " + array_type_text(outs[i]));
   }
   auto rec = std::make_shared<CustomRecord>();
   rec->what = "custom_jvp";
@@ -495,7 +495,7 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
         if (!gs[i].valid() || !reach.count(v)) continue;
         if (gs[i].shape() != rec.inputs[i].shape() || gs[i].dtype() != rec.inputs[i].dtype())
           throw Error(rec.what + ": bwd's cotangent " + std::to_string(i) + " is " +
-                      type_of(gs[i]) + ", the argument is " + type_of(rec.inputs[i]));
+                      array_type_text(gs[i]) + ", the argument is " + array_type_text(rec.inputs[i]));
         accumulate(v, with_weak_type(gs[i], false));
       }
       continue;
@@ -534,7 +534,7 @@ std::vector<Array> backward(const std::vector<ir::Operation*>& ops,
       const ir::Type& t = in[i]->type;
       if (g.shape() != t.shape || g.dtype() != t.dtype)
         throw Error("internal error: the VJP rule of " + op->name + " gave a cotangent " +
-                    type_of(g) + " for operand " + std::to_string(i) + " of type " + t.str());
+                    array_type_text(g) + " for operand " + std::to_string(i) + " of type " + t.str());
       accumulate(in[i], g);
     }
   }

@@ -71,7 +71,7 @@ std::mutex& batch_rules_mutex() {
   return mu;
 }
 
-std::string type_of(const ir::Type& t) {
+std::string value_type_text(const ir::Type& t) {
   return std::string(mlir_name(t.dtype)) + shape_to_string(t.shape);
 }
 
@@ -230,7 +230,7 @@ struct Walk {
       if (s != t.shape || rs[i].value.dtype() != t.dtype)
         throw Error("internal error: the batching rule of " + op->name + " gave " +
                     std::string(mlir_name(rs[i].value.dtype())) + shape_to_string(s) +
-                    " per example for result " + std::to_string(i) + " of type " + type_of(t));
+                    " per example for result " + std::to_string(i) + " of type " + value_type_text(t));
       env[op->result(i)] = rs[i];
     }
   }

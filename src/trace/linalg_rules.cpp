@@ -23,11 +23,6 @@ namespace {
 namespace jnp = cujax::numpy;
 namespace ll = cujax::lax::linalg;
 
-std::string target_of(const ir::Operation& op) {
-  const ir::Attribute* t = op.attr("call_target_name");
-  return t ? t->text : "";
-}
-
 // "potrf" for lapack_spotrf_ffi and cusolver_potrf_ffi (JAX's cuda lowering, which returns
 // what LAPACK's does but for gesvdj's V and gtsv2's lone x); "gtsv2" for cusparse_gtsv2_ffi.
 std::string family_of(const std::string& target) {
@@ -55,7 +50,7 @@ char svd_mode(const ir::Operation& op) {
 }
 
 [[noreturn]] void no_grad(const ir::Operation& op, const std::string& why) {
-  throw Error("grad of stablehlo.custom_call @" + target_of(op) + ": " + why);
+  throw Error("grad of stablehlo.custom_call @" + custom_call_target(op) + ": " + why);
 }
 
 // The last two dimensions swapped (no conjugation).
@@ -160,7 +155,7 @@ Tangents syevd_jvp(const VjpArgs& a, const Array& da) {
 Tangents gesdd_jvp(const VjpArgs& a, const Array& da) {
   const char mode = svd_mode(a.op);
   // cusolver_gesvdj_ffi returns V: the rule runs on V^H and gives V's tangent back.
-  const bool gives_v = family_of(target_of(a.op)) == "gesvdj";
+  const bool gives_v = family_of(custom_call_target(a.op)) == "gesvdj";
   const Array& x = a.operands[0];
   const int64_t m = x.shape()[x.ndim() - 2], n = x.shape().back();
   if (mode == 'A' && m != n)
@@ -308,8 +303,13 @@ ir::AttrRef wider_layouts(const ir::Attribute* layouts) {
 
 }  // namespace
 
+std::string custom_call_target(const ir::Operation& op) {
+  const ir::Attribute* t = op.attr("call_target_name");
+  return t ? t->text : "";
+}
+
 bool is_linalg_call(const ir::Operation& op) {
-  const std::string t = target_of(op);
+  const std::string t = custom_call_target(op);
   return (t.rfind("lapack_", 0) == 0 && t.size() > 12 && t.compare(t.size() - 4, 4, "_ffi") == 0) ||
          (t.rfind("cusolver_", 0) == 0 && t.size() > 13 &&
           t.compare(t.size() - 4, 4, "_ffi") == 0) ||
@@ -317,7 +317,7 @@ bool is_linalg_call(const ir::Operation& op) {
 }
 
 std::vector<std::optional<Array>> linalg_vjp(const VjpArgs& a) {
-  const std::string f = family_of(target_of(a.op));
+  const std::string f = family_of(custom_call_target(a.op));
   if (f == "trsm") return trsm_vjp(a);
   if (f == "potrf") return transpose_jvp(a, potrf_jvp);
   if (f == "getrf") return transpose_jvp(a, getrf_jvp);

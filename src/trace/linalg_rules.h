@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "cujax/grad.h"
@@ -10,6 +11,8 @@
 
 namespace cujax::trace {
 
+// The call_target_name of a stablehlo.custom_call ("" when it has none).
+std::string custom_call_target(const ir::Operation& op);
 // Whether op is a stablehlo.custom_call to a lapack_*_ffi target.
 bool is_linalg_call(const ir::Operation& op);
 std::vector<std::optional<Array>> linalg_vjp(const VjpArgs& a);

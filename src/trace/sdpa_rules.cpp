@@ -15,11 +15,6 @@ ir::Type type_of(const Array& x) {
   return ir::Type::tensor(x.shape(), x.dtype());
 }
 
-std::string target_of(const ir::Operation& op) {
-  const ir::Attribute* t = op.attr("call_target_name");
-  return t ? t->text : "";
-}
-
 // A custom call with `op`'s attributes except its target.
 OpSpec call_like(const ir::Operation& op, std::string_view target,
                  std::vector<ir::Type> result_types) {
@@ -35,10 +30,10 @@ OpSpec call_like(const ir::Operation& op, std::string_view target,
 std::vector<std::optional<Array>> sdpa_vjp(const VjpArgs& a) {
   if (is_linalg_call(a.op)) return linalg_vjp(a);
   // with_sharding_constraint: the cotangent is constrained the same way (as JAX's transpose).
-  if (target_of(a.op) == "Sharding" && a.operands.size() == 1)
+  if (custom_call_target(a.op) == "Sharding" && a.operands.size() == 1)
     return {trace::bind(call_like(a.op, "Sharding", {type_of(a.cts[0])}), {a.cts[0]})[0]};
   if (compiler::sdpa_target(a.op).empty())
-    throw Error("grad of stablehlo.custom_call @" + target_of(a.op) +
+    throw Error("grad of stablehlo.custom_call @" + custom_call_target(a.op) +
                 " is not supported yet (it has no VJP rule)");
   const compiler::SdpaCall call = compiler::sdpa_call(a.op);
   if (call.backward)
@@ -72,7 +67,7 @@ std::vector<std::optional<Array>> sdpa_vjp(const VjpArgs& a) {
 std::vector<Batched> sdpa_batch(const BatchArgs& a) {
   if (is_linalg_call(a.op)) return linalg_batch(a);
   if (compiler::sdpa_target(a.op).empty())
-    throw Error("vmap of stablehlo.custom_call @" + target_of(a.op) + " is not supported");
+    throw Error("vmap of stablehlo.custom_call @" + custom_call_target(a.op) + " is not supported");
   const compiler::SdpaCall call = compiler::sdpa_call(a.op);
   const int64_t V = a.size, B = call.dims.B;
   std::vector<Array> in;

@@ -33,6 +33,10 @@ Array unbroadcast(const Array& g, const Shape& shape, const std::vector<int64_t>
 // ("stablehlo.add"), "select_update" for a body returning its second argument, or "" when the
 // body is anything else.
 std::string body_kind(const ir::Operation& op);
+// The extent of `s` elements with dilation `d` (0 stays 0).
+inline int64_t dilate(int64_t s, int64_t d) {
+  return s == 0 ? 0 : 1 + d * (s - 1);
+}
 std::vector<int64_t> ints_or(const ir::Operation& op, const std::string& name,
                              std::vector<int64_t> dflt);
 std::vector<int64_t> struct_ints(const ir::Attribute* s, const std::string& field);

@@ -74,10 +74,6 @@ Array expand(const Array& r, const Shape& shape, const std::vector<int64_t>& red
   return broadcast_in_dim(r, shape, remaining(static_cast<int64_t>(shape.size()), reduced, {}));
 }
 
-int64_t dilate(int64_t s, int64_t d) {
-  return s == 0 ? 0 : 1 + d * (s - 1);
-}
-
 // Clamps gather start indices as the gather op does, so that a scatter of the cotangent
 // lands where the gather read.
 Array clamp_indices(const Array& idx, int64_t ivd, const std::vector<int64_t>& hi) {

@@ -12,10 +12,6 @@ using namespace cujax::lax;
 
 namespace {
 
-int64_t dilate(int64_t s, int64_t d) {
-  return s == 0 ? 0 : 1 + d * (s - 1);
-}
-
 // A conv dimension spec string ("NC01") for a value of rank n whose first/second named
 // dimensions (batch and feature, or output and input features) are at a and b.
 std::string spec(size_t n, int64_t a, int64_t b, const std::vector<int64_t>& spatial,
