@@ -68,40 +68,71 @@ Array in_top_k(const Array& x, const Array& k) {
   return jnp::logical_or(jnp::less(k, 1), jnp::greater_equal(code, kth));
 }
 
+// Each row's argmax of x (B, V) as i32 (B,), exactly as lax::argmax's variadic reduce gives it on
+// the cpu backend: the first of equal maxima, and where a row holds NaN, its last NaN (the
+// reduce's comparator picks every NaN it meets in order). Two f32 row reductions that the
+// backend fuses with the compares around them, where the variadic reduce ran its comparator
+// region per element (most of a 4-slot step's growth over a 1-slot one). Indices are exact in
+// f32 up to 2^24.
+Array row_argmax(const Array& x) {
+  const int64_t vocab = x.shape()[1];
+  const Array index = lax::broadcasted_iota(DType::F32, x.shape(), 1);
+  const Array top = jnp::max(x, {1}, true);  // NaN when the row holds one
+  const Array first =
+      jnp::min(jnp::where(jnp::equal(x, top), index, static_cast<float>(vocab)), {1});
+  const Array last_nan = jnp::max(jnp::where(jnp::not_equal(x, x), index, -1.0f), {1});
+  const Array row_top = jnp::reshape(top, Shape{x.shape()[0]});
+  return jnp::astype(jnp::where(jnp::not_equal(row_top, row_top), last_nan, first), DType::I32);
+}
+
 // logits (B, V) of the tokens at `positions` (B,) -> the tokens at positions + 1, drawn as
 // models::generate's sample() draws them, with the seed, temperature, k and p as values per
 // slot.
 Array sample(const Array& logits, const Array& positions, const Array& seeds,
              const Array& temperatures, const Array& top_k, const Array& top_p) {
   const int64_t batch = logits.shape()[0];
-  const Array greedy = jnp::astype(jnp::argmax(logits, -1), DType::I32);
+  const Array sampled = jnp::less(0.0f, temperatures);
+  const Array none = jnp::zeros(Shape{batch}, DType::I32);
+  // Each side runs only when a slot needs it: the greedy argmax when a slot has temperature 0,
+  // the draws when one has more.
+  const Array greedy = lax::cond(
+      jnp::all(sampled), [&](const Array&) { return none; },
+      [](const Array& x) { return row_argmax(x); }, logits);
   const Array temp = jnp::reshape(temperatures, Shape{batch, 1});
   const Array scaled = logits / jnp::where(jnp::less(0.0f, temp), temp, 1.0f);
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // The k-th value's 32 rounds only run when a slot asks for 0 < k < V: otherwise every value
   // is kept (a few tenths of a ms per step, more with every slot).
   const int64_t vocab = logits.shape()[1];
-  const Array top = lax::cond(
-      jnp::all(jnp::logical_or(jnp::less(top_k, 1), jnp::greater_equal(top_k, vocab))),
-      [](const Array& x, const Array&) { return x; },
-      [&](const Array& x, const Array& k) {
-        return jnp::where(in_top_k(x, jnp::reshape(k, Shape{batch, 1})), x, -kInf);
+  const Array drawn = lax::cond(
+      jnp::any(sampled),
+      [&](const Array& x, const Array& k, const Array& p) {
+        const Array top = lax::cond(
+            jnp::all(jnp::logical_or(jnp::less(k, 1), jnp::greater_equal(k, vocab))),
+            [](const Array& y, const Array&) { return y; },
+            [&](const Array& y, const Array& kk) {
+              return jnp::where(in_top_k(y, jnp::reshape(kk, Shape{batch, 1})), y, -kInf);
+            },
+            x, k);
+        // The nucleus's 32 rounds only run when a slot asks for one (a few tenths of a ms per
+        // step).
+        const Array masked = lax::cond(
+            jnp::all(jnp::greater_equal(p, 1.0f)), [](const Array& y, const Array&) { return y; },
+            [&](const Array& y, const Array& pp) {
+              return jnp::where(models::top_p_mask(y, jnp::reshape(pp, Shape{batch, 1})), y, -kInf);
+            },
+            top, p);
+        // random::categorical's draw: the argmax of the logits plus Gumbel noise. The noise is
+        // mapped over the slots, so the step holds one batched threefry hash for all of them
+        // rather than one per slot (each is hundreds of small ops); the bits are the same.
+        const auto noise = vmap([vocab](const Array& seed, const Array& position) {
+          const Array key = random::fold_in(random::PRNGKey(seed), position + 1);
+          return random::gumbel(key, Shape{vocab}, DType::F32);
+        });
+        return row_argmax(lax::add(noise(seeds, positions), masked));
       },
-      scaled, top_k);
-  // The nucleus's 32 rounds only run when a slot asks for one (a few tenths of a ms per step).
-  const Array masked = lax::cond(
-      jnp::all(jnp::greater_equal(top_p, 1.0f)), [](const Array& x, const Array&) { return x; },
-      [&](const Array& x, const Array& p) {
-        return jnp::where(models::top_p_mask(x, jnp::reshape(p, Shape{batch, 1})), x, -kInf);
-      },
-      top, top_p);
-  // Mapped over the slots, so the step holds one batched threefry hash for all of them rather
-  // than one per slot (each is hundreds of small ops); the bits are the same.
-  const auto draw = vmap([](const Array& seed, const Array& position, const Array& row) {
-    const Array key = random::fold_in(random::PRNGKey(seed), position + 1);
-    return jnp::astype(random::categorical(key, row, -1), DType::I32);
-  });
-  return jnp::where(jnp::less(0.0f, temperatures), draw(seeds, positions, masked), greedy);
+      [&](const Array&, const Array&, const Array&) { return none; }, scaled, top_k, top_p);
+  return jnp::where(sampled, drawn, greedy);
 }
 
 // Each slot's new key or value (B, 1, heads, head_dim) written into its rows of the cache
