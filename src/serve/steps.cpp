@@ -20,6 +20,7 @@
 #include "cujax/nn.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
+#include "cujax/trace/trace.h"
 #include "cujax/vmap.h"
 
 namespace cujax::serve {
@@ -68,22 +69,85 @@ Array in_top_k(const Array& x, const Array& k) {
   return jnp::logical_or(jnp::less(k, 1), jnp::greater_equal(code, kth));
 }
 
-// Each row's argmax of x (B, V) as i32 (B,), exactly as lax::argmax's variadic reduce gives it on
-// the cpu backend: the first of equal maxima, and where a row holds NaN, its last NaN (the
-// reduce's comparator picks every NaN it meets in order). Two f32 row reductions that the
-// backend fuses with the compares around them, where the variadic reduce ran its comparator
-// region per element (most of a 4-slot step's growth over a 1-slot one). Indices are exact in
-// f32 up to 2^24.
+// jax.random's Threefry-2x32 hash of counts (x0, x1) under keys (k0, k1), all u32 of one shape,
+// as one op: the custom call JAX lowers it to on GPUs, which the cpu backend also runs as one
+// loop over the elements. random's unrolled rounds are ~200 element-wise ops per hash, each a
+// kernel of its own on the cpu backend (it fuses float ops only), and were most of a step.
+std::pair<Array, Array> threefry2x32(const Array& k0, const Array& k1, const Array& x0,
+                                     const Array& x1) {
+  trace::OpSpec spec;
+  spec.name = "stablehlo.custom_call";
+  spec.attributes.push_back(
+      {"call_target_name", ir::Attribute::string_attr("cu_threefry2x32_ffi")});
+  const ir::Type bits = ir::Type::tensor(x0.shape(), DType::U32);
+  spec.result_types = {bits, bits};
+  const std::vector<Array> out = trace::bind(spec, {k0, k1, x0, x1});
+  return {out[0], out[1]};
+}
+
+Array u32(const Array& x) {
+  return lax::convert_element_type(x, DType::U32);
+}
+
+Array full_u32(const Shape& shape, double v) {
+  return lax::full(shape, v, DType::U32);
+}
+
+}  // namespace
+
+Array gumbel_noise(const Array& seeds, const Array& positions, int64_t vocab) {
+  const int64_t batch = seeds.shape()[0];
+  const Shape slots{batch};
+  // fold_in(PRNGKey(seed), position + 1): the hash of the counts (0, position + 1) under the key
+  // (0, seed).
+  const auto [key0, key1] =
+      threefry2x32(full_u32(slots, 0), u32(seeds), full_u32(slots, 0), u32(positions + 1));
+  // random_bits(key, 32, (vocab,)) in the counter layout random uses now.
+  const bool partitionable = random::threefry_partitionable();
+  const int64_t width = partitionable ? vocab : (vocab + 1) / 2;
+  const Shape wide{batch, width};
+  const auto at_slot = [&](const Array& k) { return lax::broadcast_in_dim(k, wide, {0}); };
+  const Array count = lax::broadcasted_iota(DType::U32, wide, 1);
+  Array bits;
+  if (partitionable) {
+    // Counts (0, i) for element i; the bits are the two words xor-ed.
+    const auto [b0, b1] = threefry2x32(at_slot(key0), at_slot(key1), full_u32(wide, 0), count);
+    bits = lax::bitwise_xor(b0, b1);
+  } else {
+    // Counts (i, i + width) give elements i and i + width (the count past an odd vocab is 0).
+    const Array upper = lax::add(count, full_u32(wide, static_cast<double>(width)));
+    const Array past = lax::ge(upper, full_u32(wide, static_cast<double>(vocab)));
+    const auto [b0, b1] = threefry2x32(at_slot(key0), at_slot(key1), count,
+                                       lax::select(past, full_u32(wide, 0), upper));
+    bits = lax::slice(lax::concatenate({b0, b1}, 1), {0, 0}, {batch, vocab});
+  }
+  // uniform(key, (vocab,), f32, tiny, 1) and gumbel's -log(-log(u)), op for op as random's.
+  const Shape shape{batch, vocab};
+  const Array floats = lax::sub(
+      lax::bitcast_convert_type(lax::bitwise_or(lax::shift_right_logical(bits, full_u32(shape, 9)),
+                                                full_u32(shape, 0x3F800000)),
+                                DType::F32),
+      lax::full(shape, 1.0, DType::F32));
+  const Array lo = lax::full(shape, std::ldexp(1.0, -126), DType::F32);
+  const Array hi = lax::full(shape, 1.0, DType::F32);
+  const Array u = lax::max(lo, lax::add(lax::mul(floats, lax::sub(hi, lo)), lo));
+  return lax::neg(lax::log(lax::neg(lax::log(u))));
+}
+
+// Each row's argmax of x (B, V) as i32 (B,), exactly as lax::argmax gives it: the first of equal
+// maxima, or the row's first NaN where it holds one (the max is then NaN and equals nothing).
+// A max and a min over the rows, which the backend fuses with the compares around them, where
+// argmax's variadic reduce ran its comparator region per element (most of a 4-slot step's growth
+// over a 1-slot one). Indices are exact in f32 up to 2^24.
 Array row_argmax(const Array& x) {
   const int64_t vocab = x.shape()[1];
   const Array index = lax::broadcasted_iota(DType::F32, x.shape(), 1);
-  const Array top = jnp::max(x, {1}, true);  // NaN when the row holds one
-  const Array first =
-      jnp::min(jnp::where(jnp::equal(x, top), index, static_cast<float>(vocab)), {1});
-  const Array last_nan = jnp::max(jnp::where(jnp::not_equal(x, x), index, -1.0f), {1});
-  const Array row_top = jnp::reshape(top, Shape{x.shape()[0]});
-  return jnp::astype(jnp::where(jnp::not_equal(row_top, row_top), last_nan, first), DType::I32);
+  const Array top = jnp::max(x, {1}, true);
+  const Array hit = jnp::logical_or(jnp::equal(x, top), jnp::not_equal(x, x));
+  return jnp::astype(jnp::min(jnp::where(hit, index, static_cast<float>(vocab)), {1}), DType::I32);
 }
+
+namespace {
 
 // logits (B, V) of the tokens at `positions` (B,) -> the tokens at positions + 1, drawn as
 // models::generate's sample() draws them, with the seed, temperature, k and p as values per
@@ -122,14 +186,8 @@ Array sample(const Array& logits, const Array& positions, const Array& seeds,
               return jnp::where(models::top_p_mask(y, jnp::reshape(pp, Shape{batch, 1})), y, -kInf);
             },
             top, p);
-        // random::categorical's draw: the argmax of the logits plus Gumbel noise. The noise is
-        // mapped over the slots, so the step holds one batched threefry hash for all of them
-        // rather than one per slot (each is hundreds of small ops); the bits are the same.
-        const auto noise = vmap([vocab](const Array& seed, const Array& position) {
-          const Array key = random::fold_in(random::PRNGKey(seed), position + 1);
-          return random::gumbel(key, Shape{vocab}, DType::F32);
-        });
-        return row_argmax(lax::add(noise(seeds, positions), masked));
+        // random::categorical's draw: the argmax of the logits plus Gumbel noise.
+        return row_argmax(lax::add(gumbel_noise(seeds, positions, vocab), masked));
       },
       [&](const Array&, const Array&, const Array&) { return none; }, scaled, top_k, top_p);
   return jnp::where(sampled, drawn, greedy);
