@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "cujax/numpy.h"
 
@@ -36,7 +37,7 @@ void Engine::start() {
   // Compiles every shape the scheduler uses: each prefill bucket, then the decode step. The
   // warm-up prefill writes slot 0's rows, which the slot's first request overwrites.
   for (int64_t bucket : buckets_) run_prefill(0, std::vector<int32_t>(1, 0), bucket, Request{});
-  run_step();
+  dispatch_step_from_host().block_until_ready();
   ready_ = true;
   thread_ = std::thread([this] { loop(); });
 }
@@ -96,29 +97,38 @@ int32_t Engine::run_prefill(int64_t slot, const std::vector<int32_t>& prompt, in
   return next.to_vector<int32_t>()[0];
 }
 
-std::vector<int32_t> Engine::run_step() {
+Array Engine::dispatch_step(const Array& tokens, const std::vector<int32_t>& positions) {
+  const int64_t B = max_batch_;
+  std::vector<int32_t> seeds(B, 0), top_k(B, 0);
+  std::vector<float> temps(B, 0.0f), top_p(B, 1.0f);
+  for (int64_t b = 0; b < B; ++b) {
+    const Slot& s = slots_[b];
+    if (!s.request) continue;
+    seeds[b] = static_cast<int32_t>(s.request->seed);
+    temps[b] = static_cast<float>(s.request->temperature);
+    top_k[b] = static_cast<int32_t>(s.request->top_k);
+    top_p[b] = static_cast<float>(s.request->top_p);
+  }
+  auto [next, cache] = steps_.decode(cache_, tokens, jnp::array(positions, Shape{B}),
+                                     jnp::array(seeds, Shape{B}), jnp::array(temps, Shape{B}),
+                                     jnp::array(top_k, Shape{B}), jnp::array(top_p, Shape{B}));
+  cache_ = std::move(cache);
+  return next;
+}
+
+Array Engine::dispatch_step_from_host() {
   const int64_t B = max_batch_;
   // A free slot decodes token 0 at position 0 of its own rows: harmless, since a request that
   // takes the slot rewrites its rows from position 0 and masks every position past its own.
-  std::vector<int32_t> tokens(B, 0), positions(B, 0), seeds(B, 0), top_k(B, 0);
-  std::vector<float> temps(B, 0.0f), top_p(B, 1.0f);
+  std::vector<int32_t> tokens(B, 0), positions(B, 0);
   for (int64_t b = 0; b < B; ++b) {
     const Slot& s = slots_[b];
     if (!s.request) continue;
     // The last token is the only one not yet in the cache.
     tokens[b] = s.tokens.back();
     positions[b] = static_cast<int32_t>(s.tokens.size()) - 1;
-    seeds[b] = static_cast<int32_t>(s.request->seed);
-    temps[b] = static_cast<float>(s.request->temperature);
-    top_k[b] = static_cast<int32_t>(s.request->top_k);
-    top_p[b] = static_cast<float>(s.request->top_p);
   }
-  auto [next, cache] =
-      steps_.decode(cache_, jnp::array(tokens, Shape{B, 1}), jnp::array(positions, Shape{B}),
-                    jnp::array(seeds, Shape{B}), jnp::array(temps, Shape{B}),
-                    jnp::array(top_k, Shape{B}), jnp::array(top_p, Shape{B}));
-  cache_ = std::move(cache);
-  return next.to_vector<int32_t>();
+  return dispatch_step(jnp::array(tokens, Shape{B, 1}), positions);
 }
 
 bool Engine::deliver(Slot& s, int32_t token) {
@@ -135,6 +145,11 @@ bool Engine::deliver(Slot& s, int32_t token) {
 }
 
 void Engine::loop() {
+  const size_t B = slots_.size();
+  // A dispatched decode step whose tokens are not handed out yet, and the request (by its slot's
+  // serial) each slot held when it was dispatched: a slot freed or taken since ignores its token.
+  std::optional<Array> pending;
+  std::vector<uint64_t> stepped(B, 0);
   for (;;) {
     std::vector<size_t> joined;
     {
@@ -144,15 +159,17 @@ void Engine::loop() {
           if (s.request) return true;
         return false;
       };
+      if (!busy()) pending.reset();  // every slot it stepped has ended
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || busy(); });
       // New requests take free slots now and are prefilled before the next decode step.
-      for (size_t b = 0; b < slots_.size(); ++b) {
+      for (size_t b = 0; b < B; ++b) {
         Slot& s = slots_[b];
         if (s.request || queue_.empty()) continue;
         s.request = queue_.front();
         queue_.pop_front();
         s.tokens = s.request->prompt;
         s.generated = 0;
+        s.serial = ++serials_;
         joined.push_back(b);
       }
       stats_.queue_depth = static_cast<int64_t>(queue_.size());
@@ -173,12 +190,37 @@ void Engine::loop() {
       stats_.active = active;
     }
     if (active == 0) continue;
-    const std::vector<int32_t> next = run_step();
+    if (!pending) {
+      pending = dispatch_step_from_host();
+      for (size_t b = 0; b < B; ++b) stepped[b] = slots_[b].request ? slots_[b].serial : 0;
+    }
+    const Array next = std::move(*pending);
+    pending.reset();
+    const std::vector<uint64_t> took = stepped;
+    const auto took_part = [&](size_t b) {
+      return slots_[b].request && took[b] == slots_[b].serial;
+    };
+    // When every active slot took part in `next`'s step (none joined since), the following step
+    // is dispatched now with `next` as its tokens, left on the device, so that it runs while this
+    // thread hands `next`'s tokens out. A slot that ends at this token wastes its row of it.
+    bool all_took_part = true;
+    for (size_t b = 0; b < B; ++b)
+      all_took_part = all_took_part && (!slots_[b].request || took_part(b));
+    if (all_took_part) {
+      std::vector<int32_t> positions(B, 0);
+      for (size_t b = 0; b < B; ++b)
+        if (slots_[b].request) positions[b] = static_cast<int32_t>(slots_[b].tokens.size());
+      pending = dispatch_step(jnp::reshape(next, Shape{static_cast<int64_t>(B), 1}), positions);
+      stepped = took;
+    }
+    const std::vector<int32_t> tokens = next.to_vector<int32_t>();
     std::lock_guard lock(mutex_);
+    int64_t stepping = 0;
+    for (size_t b = 0; b < B; ++b) stepping += took[b] != 0 ? 1 : 0;
     ++stats_.steps;
-    ++stats_.batch_sizes[active];
-    for (size_t b = 0; b < slots_.size(); ++b)
-      if (slots_[b].request && !deliver(slots_[b], next[b])) --stats_.active;
+    ++stats_.batch_sizes[stepping];
+    for (size_t b = 0; b < B; ++b)
+      if (took_part(b) && !deliver(slots_[b], tokens[b])) --stats_.active;
   }
 }
 

@@ -84,12 +84,17 @@ class Engine {
     std::shared_ptr<Request> request;
     std::vector<int32_t> tokens;  // the prompt, then the generated tokens; all but the last cached
     int64_t generated = 0;
+    uint64_t serial = 0;  // which request: a new one per request that takes the slot
   };
   void loop();
   // Prefills `slot` with the prompt padded to `bucket`; returns the token after the prompt.
   int32_t run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
                       const Request& sampling);
-  std::vector<int32_t> run_step();
+  // Dispatches one decode step of every slot with `tokens` (B, 1) at `positions` and returns its
+  // next tokens (B,) without waiting for them.
+  Array dispatch_step(const Array& tokens, const std::vector<int32_t>& positions);
+  // The same with each active slot's last token at its position (free slots: token 0 at 0).
+  Array dispatch_step_from_host();
   // Hands the slot its next token; ends the request (false) when it is done or its client left.
   bool deliver(Slot& slot, int32_t token);
 
@@ -98,6 +103,7 @@ class Engine {
   State cache_;  // blocks.<i>.key and blocks.<i>.value, (max_batch, heads, max_seq, head_dim)
   std::vector<int64_t> buckets_;  // prefill lengths: 16, 32, ... below max_seq, then max_seq
   std::vector<Slot> slots_;
+  uint64_t serials_ = 0;
   std::deque<std::shared_ptr<Request>> queue_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
