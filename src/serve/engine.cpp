@@ -99,19 +99,27 @@ int32_t Engine::run_prefill(int64_t slot, const std::vector<int32_t>& prompt, in
 
 Array Engine::dispatch_step(const Array& tokens, const std::vector<int32_t>& positions) {
   const int64_t B = max_batch_;
-  std::vector<int32_t> seeds(B, 0), top_k(B, 0);
-  std::vector<float> temps(B, 0.0f), top_p(B, 1.0f);
-  for (int64_t b = 0; b < B; ++b) {
-    const Slot& s = slots_[b];
-    if (!s.request) continue;
-    seeds[b] = static_cast<int32_t>(s.request->seed);
-    temps[b] = static_cast<float>(s.request->temperature);
-    top_k[b] = static_cast<int32_t>(s.request->top_k);
-    top_p[b] = static_cast<float>(s.request->top_p);
+  // Each slot's seed, temperature, top_k and top_p change only when a request takes or leaves
+  // it: the arrays are made again only then.
+  std::vector<uint64_t> serials(B, 0);
+  for (int64_t b = 0; b < B; ++b) serials[b] = slots_[b].request ? slots_[b].serial : 0;
+  if (serials != sampling_.serials || !sampling_.seeds.valid()) {
+    std::vector<int32_t> seeds(B, 0), top_k(B, 0);
+    std::vector<float> temps(B, 0.0f), top_p(B, 1.0f);
+    for (int64_t b = 0; b < B; ++b) {
+      const Slot& s = slots_[b];
+      if (!s.request) continue;
+      seeds[b] = static_cast<int32_t>(s.request->seed);
+      temps[b] = static_cast<float>(s.request->temperature);
+      top_k[b] = static_cast<int32_t>(s.request->top_k);
+      top_p[b] = static_cast<float>(s.request->top_p);
+    }
+    sampling_ = {serials, jnp::array(seeds, Shape{B}), jnp::array(temps, Shape{B}),
+                 jnp::array(top_k, Shape{B}), jnp::array(top_p, Shape{B})};
   }
-  auto [next, cache] = steps_.decode(cache_, tokens, jnp::array(positions, Shape{B}),
-                                     jnp::array(seeds, Shape{B}), jnp::array(temps, Shape{B}),
-                                     jnp::array(top_k, Shape{B}), jnp::array(top_p, Shape{B}));
+  auto [next, cache] =
+      steps_.decode(cache_, tokens, jnp::array(positions, Shape{B}), sampling_.seeds,
+                    sampling_.temperatures, sampling_.top_k, sampling_.top_p);
   cache_ = std::move(cache);
   return next;
 }

@@ -104,6 +104,11 @@ class Engine {
   std::vector<int64_t> buckets_;  // prefill lengths: 16, 32, ... below max_seq, then max_seq
   std::vector<Slot> slots_;
   uint64_t serials_ = 0;
+  // The decode step's per-slot sampling arrays, for the requests (serials; 0: free) they hold.
+  struct Sampling {
+    std::vector<uint64_t> serials;
+    Array seeds, temperatures, top_k, top_p;
+  } sampling_;
   std::deque<std::shared_ptr<Request>> queue_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
