@@ -6,7 +6,9 @@
 // each slot feeds one token at its own position, the step writes that token's key and value into
 // the slot's rows of the cache (max_batch, heads, max_seq, head_dim) per layer, returned as the
 // new cache, and attends with the slot's own mask key_pos <= position. A decode step
-// therefore costs one new position per slot, plus attention over max_seq cached keys.
+// therefore costs one new position per slot, plus attention over max_seq cached keys. While no
+// request joins, the thread dispatches the next step with the last step's tokens as its input on
+// the device before handing those tokens out, so that both overlap.
 //
 // A new request is first prefilled alone: its prompt, padded to the smallest prefill bucket
 // that holds it (16, 32, 64, ... below max_seq, then max_seq), runs one causal forward pass
