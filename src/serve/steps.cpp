@@ -138,9 +138,10 @@ Array gumbel_noise(const Array& seeds, const Array& positions, int64_t vocab) {
 // maxima, or the row's first NaN where it holds one (the max is then NaN and equals nothing).
 // A max and a min over the rows, which the backend fuses with the compares around them, where
 // argmax's variadic reduce ran its comparator region per element (most of a 4-slot step's growth
-// over a 1-slot one). Indices are exact in f32 up to 2^24.
+// over a 1-slot one). Indices are exact in f32 up to 2^24; longer rows take lax::argmax.
 Array row_argmax(const Array& x) {
   const int64_t vocab = x.shape()[1];
+  if (vocab > (int64_t{1} << 24)) return jnp::astype(jnp::argmax(x, 1), DType::I32);
   const Array index = lax::broadcasted_iota(DType::F32, x.shape(), 1);
   const Array top = jnp::max(x, {1}, true);
   const Array hit = jnp::logical_or(jnp::equal(x, top), jnp::not_equal(x, x));
