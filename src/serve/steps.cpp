@@ -392,10 +392,19 @@ ServeSteps jit_steps(models::TransformerLM& model, State params, int64_t max_bat
   s.buckets = prefill_buckets(s.max_seq);
   s.cache = zero_cache(model, max_batch, s.max_seq);
   auto p = std::make_shared<const State>(std::move(params));
-  s.decode = [p, f = jit_decode(model)](const State& c, const Array& t, const Array& pos,
-                                        const Array& seed, const Array& temp, const Array& k,
-                                        const Array& top_p) {
-    return f(*p, c, t, pos, seed, temp, k, top_p);
+  // The decode step runs every few hundred microseconds with the same shapes: compiled ahead of
+  // time at its first call, a call skips the jit cache's key (a string per leaf of the
+  // parameters and the cache), which took a good part of the scheduler thread's time per step.
+  using Compiled =
+      decltype(jit_decode(model)
+                   .lower(*p, s.cache, Array(), Array(), Array(), Array(), Array(), Array())
+                   .compile());
+  auto compiled = std::make_shared<std::optional<Compiled>>();
+  s.decode = [p, compiled, f = jit_decode(model)](const State& c, const Array& t, const Array& pos,
+                                                  const Array& seed, const Array& temp,
+                                                  const Array& k, const Array& top_p) {
+    if (!*compiled) compiled->emplace(f.lower(*p, c, t, pos, seed, temp, k, top_p).compile());
+    return (**compiled)(*p, c, t, pos, seed, temp, k, top_p);
   };
   s.prefill = [p, f = jit_prefill(model)](const State& c, const Array& t, const Array& slot,
                                           const Array& n, const Array& seed, const Array& temp,
