@@ -36,7 +36,8 @@ Engine::~Engine() {
 void Engine::start() {
   // Compiles every shape the scheduler uses: each prefill bucket, then the decode step. The
   // warm-up prefill writes slot 0's rows, which the slot's first request overwrites.
-  for (int64_t bucket : buckets_) run_prefill(0, std::vector<int32_t>(1, 0), bucket, Request{});
+  for (int64_t bucket : buckets_)
+    dispatch_prefill(0, std::vector<int32_t>(1, 0), bucket, Request{}).block_until_ready();
   dispatch_step_from_host().block_until_ready();
   ready_ = true;
   thread_ = std::thread([this] { loop(); });
@@ -79,8 +80,8 @@ EngineStats Engine::stats() const {
   return stats_;
 }
 
-int32_t Engine::run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
-                            const Request& r) {
+Array Engine::dispatch_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
+                               const Request& r) {
   std::vector<int32_t> tokens(static_cast<size_t>(bucket), 0);
   std::copy(prompt.begin(), prompt.end(), tokens.begin());
   const auto scalar = [](int64_t v) {
@@ -94,7 +95,7 @@ int32_t Engine::run_prefill(int64_t slot, const std::vector<int32_t>& prompt, in
                      jnp::array(std::vector<int32_t>{static_cast<int32_t>(r.top_k)}, Shape{1}),
                      jnp::array(std::vector<float>{static_cast<float>(r.top_p)}, Shape{1}));
   cache_ = std::move(cache);
-  return next.to_vector<int32_t>()[0];
+  return next;
 }
 
 Array Engine::dispatch_step(const Array& tokens, const std::vector<int32_t>& positions) {
@@ -183,13 +184,50 @@ void Engine::loop() {
       stats_.queue_depth = static_cast<int64_t>(queue_.size());
       if (!busy() && stopping_) return;
     }
+    // A joining request's prompt is prefilled behind the step in flight, and the next step is
+    // dispatched right behind the prefill with its first token taken on the device, so the
+    // device goes from one to the next while this thread hands the tokens out.
+    std::vector<std::pair<size_t, Array>> firsts;
     for (size_t b : joined) {
-      Slot& s = slots_[b];
+      const Slot& s = slots_[b];
       const int64_t n = static_cast<int64_t>(s.tokens.size());
       const int64_t bucket = *std::lower_bound(buckets_.begin(), buckets_.end(), n);
-      const int32_t first = run_prefill(static_cast<int64_t>(b), s.tokens, bucket, *s.request);
+      firsts.emplace_back(b,
+                          dispatch_prefill(static_cast<int64_t>(b), s.tokens, bucket, *s.request));
+    }
+    if (!firsts.empty()) {
+      if (pending) {
+        const std::vector<int32_t> tokens = pending->to_vector<int32_t>();
+        pending.reset();
+        deliver_step(tokens, stepped);
+      }
+      std::vector<int32_t> tokens(B, 0), positions(B, 0);
+      for (size_t b = 0; b < B; ++b) {
+        const Slot& s = slots_[b];
+        if (!s.request) continue;
+        // A joined slot's last token is its prompt's; its first new one comes from the prefill.
+        const bool joined_now = std::find(joined.begin(), joined.end(), b) != joined.end();
+        tokens[b] = joined_now ? 0 : s.tokens.back();
+        positions[b] = static_cast<int32_t>(s.tokens.size()) - (joined_now ? 0 : 1);
+      }
+      const int64_t rows = static_cast<int64_t>(B);
+      Array input = jnp::array(tokens, Shape{rows, 1});
+      for (const auto& [b, first] : firsts) {
+        std::vector<int32_t> at(B, 0);
+        at[b] = 1;
+        input =
+            jnp::where(jnp::not_equal(jnp::array(at, Shape{rows, 1}), 0),
+                       jnp::broadcast_to(jnp::reshape(first, Shape{1, 1}), Shape{rows, 1}), input);
+      }
+      pending = dispatch_step(input, positions);
+      for (size_t b = 0; b < B; ++b) stepped[b] = slots_[b].request ? slots_[b].serial : 0;
+      std::vector<int32_t> first_tokens;
+      for (const auto& [b, first] : firsts) first_tokens.push_back(first.to_vector<int32_t>()[0]);
       std::lock_guard lock(mutex_);
-      deliver(s, first);
+      for (size_t i = 0; i < firsts.size(); ++i) deliver(slots_[firsts[i].first], first_tokens[i]);
+      stats_.active = 0;
+      for (const Slot& s : slots_) stats_.active += s.request ? 1 : 0;
+      continue;
     }
     int64_t active = 0;
     {
@@ -205,30 +243,38 @@ void Engine::loop() {
     const Array next = std::move(*pending);
     pending.reset();
     const std::vector<uint64_t> took = stepped;
-    const auto took_part = [&](size_t b) {
-      return slots_[b].request && took[b] == slots_[b].serial;
-    };
     // When every active slot took part in `next`'s step (none joined since), the following step
     // is dispatched now with `next` as its tokens, left on the device, so that it runs while this
     // thread hands `next`'s tokens out. A slot that ends at this token wastes its row of it.
-    bool all_took_part = true;
-    for (size_t b = 0; b < B; ++b)
-      all_took_part = all_took_part && (!slots_[b].request || took_part(b));
-    if (all_took_part) {
+    // Not when every slot is known to end at this token (its max_tokens or max_seq).
+    bool all_took_part = true, one_goes_on = false;
+    for (size_t b = 0; b < B; ++b) {
+      const Slot& s = slots_[b];
+      if (!s.request) continue;
+      all_took_part = all_took_part && took[b] == s.serial;
+      one_goes_on = one_goes_on || (s.generated + 1 < s.request->max_tokens &&
+                                    static_cast<int64_t>(s.tokens.size()) + 1 < max_seq_);
+    }
+    if (all_took_part && one_goes_on) {
       std::vector<int32_t> positions(B, 0);
       for (size_t b = 0; b < B; ++b)
         if (slots_[b].request) positions[b] = static_cast<int32_t>(slots_[b].tokens.size());
       pending = dispatch_step(jnp::reshape(next, Shape{static_cast<int64_t>(B), 1}), positions);
       stepped = took;
     }
-    const std::vector<int32_t> tokens = next.to_vector<int32_t>();
-    std::lock_guard lock(mutex_);
-    int64_t stepping = 0;
-    for (size_t b = 0; b < B; ++b) stepping += took[b] != 0 ? 1 : 0;
-    ++stats_.steps;
-    ++stats_.batch_sizes[stepping];
-    for (size_t b = 0; b < B; ++b)
-      if (took_part(b) && !deliver(slots_[b], tokens[b])) --stats_.active;
+    deliver_step(next.to_vector<int32_t>(), took);
+  }
+}
+
+void Engine::deliver_step(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& took) {
+  std::lock_guard lock(mutex_);
+  int64_t stepping = 0;
+  for (uint64_t serial : took) stepping += serial != 0 ? 1 : 0;
+  ++stats_.steps;
+  ++stats_.batch_sizes[stepping];
+  for (size_t b = 0; b < slots_.size(); ++b) {
+    Slot& s = slots_[b];
+    if (s.request && took[b] == s.serial && !deliver(s, tokens[b])) --stats_.active;
   }
 }
 

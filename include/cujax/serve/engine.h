@@ -89,9 +89,12 @@ class Engine {
     uint64_t serial = 0;  // which request: a new one per request that takes the slot
   };
   void loop();
-  // Prefills `slot` with the prompt padded to `bucket`; returns the token after the prompt.
-  int32_t run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
-                      const Request& sampling);
+  // Dispatches the prefill of `slot` with the prompt padded to `bucket`; returns the token after
+  // the prompt (1,) without waiting for it.
+  Array dispatch_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
+                         const Request& sampling);
+  // Hands each slot its token of a decode step whose slots held the requests `took` (serials).
+  void deliver_step(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& took);
   // Dispatches one decode step of every slot with `tokens` (B, 1) at `positions` and returns its
   // next tokens (B,) without waiting for them.
   Array dispatch_step(const Array& tokens, const std::vector<int32_t>& positions);
