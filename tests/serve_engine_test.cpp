@@ -7,12 +7,15 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <limits>
 #include <set>
 #include <thread>
 
 #include "cujax/jit.h"
+#include "cujax/lax.h"
 #include "cujax/models/lm.h"
 #include "cujax/numpy.h"
+#include "cujax/random.h"
 #include "cujax/serve/engine.h"
 #include "test_models.h"
 
@@ -364,4 +367,51 @@ TEST(ServeEngine, BatchedGreedyDecodingMatchesEachSequenceAlone) {
     EXPECT_EQ(batched[i], expected) << "case " << i << ", batched";
     EXPECT_EQ(alone[i], expected) << "case " << i << ", alone";
   }
+}
+
+// The sampler's noise is random::gumbel's for each slot's key fold_in(PRNGKey(seed), position +
+// 1), bit for bit, in both counter layouts and for an odd vocabulary (the unrolled hash, run
+// eagerly per slot, is the reference).
+TEST(ServeSampler, GumbelNoiseIsRandomsGumbelOfEachSlotsKey) {
+  const std::vector<int32_t> seeds = {0, 7, 2147483647, 12345};
+  const std::vector<int32_t> positions = {0, 5, 126, 3};
+  for (const bool partitionable : {true, false}) {
+    random::ThreefryPartitionableScope layout(partitionable);
+    for (const int64_t vocab : {256, 7}) {
+      auto noise =
+          jit([vocab](const Array& s, const Array& p) { return serve::gumbel_noise(s, p, vocab); });
+      const Array got = noise(jnp::array(seeds, Shape{4}), jnp::array(positions, Shape{4}));
+      ASSERT_EQ(got.shape(), (Shape{4, vocab}));
+      const std::vector<uint32_t> bits =
+          lax::bitcast_convert_type(got, DType::U32).to_vector<uint32_t>();
+      for (size_t b = 0; b < seeds.size(); ++b) {
+        const auto scalar = [](int32_t v) { return jnp::array(std::vector<int32_t>{v}, Shape{}); };
+        const Array key =
+            random::fold_in(random::PRNGKey(scalar(seeds[b])), scalar(positions[b] + 1));
+        const std::vector<uint32_t> want =
+            lax::bitcast_convert_type(random::gumbel(key, Shape{vocab}, DType::F32), DType::U32)
+                .to_vector<uint32_t>();
+        const std::vector<uint32_t> row(bits.begin() + b * vocab, bits.begin() + (b + 1) * vocab);
+        EXPECT_EQ(row, want) << "slot " << b << ", vocab " << vocab << ", partitionable "
+                             << partitionable;
+      }
+    }
+  }
+}
+
+// row_argmax is lax::argmax's index: the first of tied maxima or infinities, or a row's first NaN.
+TEST(ServeSampler, RowArgmaxIsLaxArgmaxWithTiesAndNaN) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> x = {1,     3,    3,    2,    0,     // tie: the first 3
+                                -inf,  -inf, -inf, -inf, -inf,  // all -inf: index 0
+                                -0.0f, 0.0f, -1,   -2,   -3,    // -0 and +0 equal: index 0
+                                1,     nan,  5,    nan,  2,     // NaN: the last one
+                                2,     1,    inf,  4,    inf,   // +inf twice: the first
+                                nan,   1,    2,    3,    4};
+  const Array a = jnp::array(x, Shape{6, 5});
+  const std::vector<int32_t> got =
+      jit([](const Array& v) { return serve::row_argmax(v); })(a).to_vector<int32_t>();
+  const std::vector<int32_t> want = jnp::argmax(a, 1).to_vector<int32_t>();
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got, (std::vector<int32_t>{1, 0, 0, 1, 2, 0}));
 }

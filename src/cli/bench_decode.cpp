@@ -29,15 +29,16 @@ using clock = std::chrono::steady_clock;
 
 // The serving engine's decode step with all `batch` slots active, slot b at position
 // start + b * stride (mod max_seq - 1), as requests that joined at different times are; the
-// tokens it samples (greedy) are fed back. Returns the step times in ms (the first, which
-// compiles, left out).
+// tokens it samples (greedy, or drawn at `temperature`) are fed back. Returns the step times in ms
+// (the first, which compiles, left out).
 std::vector<double> serve_step_times(models::TransformerLM& model, const State& params,
-                                     int64_t batch, int64_t max_seq, int64_t steps) {
+                                     int64_t batch, int64_t max_seq, int64_t steps,
+                                     float temperature) {
   serve::ServeSteps s = serve::jit_steps(model, params, batch, max_seq);
   State cache = std::move(s.cache);
   const auto ints = [batch](int32_t v) { return std::vector<int32_t>(batch, v); };
   const Array seeds = jnp::array(ints(0), Shape{batch});
-  const Array temps = jnp::array(std::vector<float>(batch, 0.0f), Shape{batch});
+  const Array temps = jnp::array(std::vector<float>(batch, temperature), Shape{batch});
   const Array top_k = jnp::array(ints(0), Shape{batch});
   const Array top_p = jnp::array(std::vector<float>(batch, 1.0f), Shape{batch});
   std::vector<int32_t> tokens = ints(0);
@@ -67,6 +68,7 @@ int bench_decode(const std::vector<std::string>& argv) {
         {"batch", "B,B...", "batch sizes (default: 1,8)"},
         {"step", "model|serve", "the model's decode_step (default), or the serving engine's step"},
         {"max-seq", "T", "--step serve: the cache's length (default: max_len)"},
+        {"temperature", "T", "--step serve: every slot's temperature; 0 is greedy (default: 0)"},
         platform_option(),
         profile_option()}},
       argv);
@@ -90,25 +92,27 @@ int bench_decode(const std::vector<std::string>& argv) {
   const std::string which = args.string("step", "model");
   if (which != "model" && which != "serve")
     throw UsageError("--step " + which + ": model (the model's decode_step) or serve");
-  if (which == "model" && args.has("max-seq"))
-    throw UsageError("--max-seq is an option of --step serve");
+  if (which == "model" && (args.has("max-seq") || args.has("temperature")))
+    throw UsageError("--max-seq and --temperature are options of --step serve");
   const int64_t tokens = std::min<int64_t>(64, config.max_len - 1);
   if (which == "serve") {
     const int64_t max_seq = args.integer("max-seq", config.max_len, 2);
+    const double temperature = args.number("temperature", 0, 0);
     if (max_seq > config.max_len)
       throw UsageError("--max-seq " + std::to_string(max_seq) + ": at most the config's max_len " +
                        std::to_string(config.max_len));
     std::printf(
-        "cujax bench decode --step serve (%s backend): config %s, max_seq %lld, f32, greedy, "
-        "every slot busy, %lld steps after the first (which compiles), each waited for\n",
-        platform.c_str(), config.name.c_str(), static_cast<long long>(max_seq),
+        "cujax bench decode --step serve (%s backend): config %s, max_seq %lld, f32, temperature "
+        "%g, every slot busy, %lld steps after the first (which compiles), each waited for\n",
+        platform.c_str(), config.name.c_str(), static_cast<long long>(max_seq), temperature,
         static_cast<long long>(tokens));
     nnx::Rngs rngs(0);
     models::TransformerLM model(config, rngs);
     const State params = nnx::state(model, nnx::VariableKind::Param);
     double first_median = 0;
     for (const int64_t batch : batches) {
-      std::vector<double> ms = serve_step_times(model, params, batch, max_seq, tokens);
+      std::vector<double> ms =
+          serve_step_times(model, params, batch, max_seq, tokens, static_cast<float>(temperature));
       std::sort(ms.begin(), ms.end());
       const double median = median_of(ms);
       if (first_median == 0) first_median = median;

@@ -25,6 +25,7 @@ using clock = std::chrono::steady_clock;
 struct Figures {
   double requests_per_s = 0, tokens_per_s = 0, p50_ms = 0, p99_ms = 0;
   double ttft_p50_ms = 0, tpot_p50_ms = 0;  // streamed completions only
+  double mean_batch = 0;                    // active slots per decode step
   int64_t requests = 0, errors_5xx = 0, other_errors = 0;
 };
 
@@ -137,6 +138,11 @@ Figures run(models::TransformerLM& model, const State& params, int64_t max_batch
   server.stop();
 
   Figures f;
+  const serve::EngineStats stats = engine.stats();
+  int64_t slot_steps = 0;
+  for (size_t b = 0; b < stats.batch_sizes.size(); ++b)
+    slot_steps += static_cast<int64_t>(b) * stats.batch_sizes[b];
+  if (stats.steps > 0) f.mean_batch = static_cast<double>(slot_steps) / stats.steps;
   std::vector<double> all, ttft, tpot;
   int64_t total_tokens = 0;
   for (int64_t c = 0; c < clients; ++c) {
@@ -213,8 +219,8 @@ int bench_serve(const std::vector<std::string>& argv) {
   const Figures batched =
       run(*m.model, m.params, max_batch, clients, seconds, max_tokens, completions);
   const Figures single = run(*m.model, m.params, 1, clients, seconds, max_tokens, completions);
-  std::printf("%-14s %9s %8s %8s %8s %8s %9s %9s %5s\n", "", "requests", "req/s", "tok/s", "p50 ms",
-              "p99 ms", "TTFT ms", "TPOT ms", "5xx");
+  std::printf("%-14s %9s %8s %8s %8s %8s %9s %9s %5s %6s\n", "", "requests", "req/s", "tok/s",
+              "p50 ms", "p99 ms", "TTFT ms", "TPOT ms", "5xx", "batch");
   const auto line = [completions](const std::string& name, const Figures& f) {
     std::printf("%-14s %9lld %8.2f %8.1f %8.0f %8.0f ", name.c_str(),
                 static_cast<long long>(f.requests), f.requests_per_s, f.tokens_per_s, f.p50_ms,
@@ -223,7 +229,7 @@ int bench_serve(const std::vector<std::string>& argv) {
       std::printf("%9.1f %9.2f", f.ttft_p50_ms, f.tpot_p50_ms);
     else
       std::printf("%9s %9s", "-", "-");
-    std::printf(" %5lld\n", static_cast<long long>(f.errors_5xx));
+    std::printf(" %5lld %6.2f\n", static_cast<long long>(f.errors_5xx), f.mean_batch);
   };
   line("max-batch " + std::to_string(max_batch), batched);
   line("max-batch 1", single);

@@ -88,6 +88,10 @@ class Listener::ConnStream : public httplib::Stream {
     return c_.pos < c_.buf.size() || wait_for(c_.fd, POLLIN, timeout_ms_);
   }
   bool is_writable() const override {
+    // A streamed reply asks before every chunk: one poll answers both questions when there is
+    // room to write and the client has sent nothing (no EOF pending).
+    pollfd p{c_.fd, POLLOUT | POLLIN, 0};
+    if (::poll(&p, 1, 0) == 1 && p.revents == POLLOUT) return true;
     return wait_for(c_.fd, POLLOUT, timeout_ms_) && alive(c_.fd);
   }
   ssize_t read(char* ptr, size_t size) override {
@@ -102,6 +106,9 @@ class Listener::ConnStream : public httplib::Stream {
     return ::recv(c_.fd, ptr, size, 0);
   }
   ssize_t write(const char* ptr, size_t size) override {
+    // The socket is non-blocking: wait only when its buffer is full.
+    const ssize_t n = ::send(c_.fd, ptr, size, MSG_NOSIGNAL);
+    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
     if (!wait_for(c_.fd, POLLOUT, timeout_ms_)) return -1;
     return ::send(c_.fd, ptr, size, MSG_NOSIGNAL);
   }

@@ -20,6 +20,7 @@
 #include "cujax/nn.h"
 #include "cujax/numpy.h"
 #include "cujax/random.h"
+#include "cujax/trace/trace.h"
 #include "cujax/vmap.h"
 
 namespace cujax::serve {
@@ -68,40 +69,129 @@ Array in_top_k(const Array& x, const Array& k) {
   return jnp::logical_or(jnp::less(k, 1), jnp::greater_equal(code, kth));
 }
 
+// jax.random's Threefry-2x32 hash of counts (x0, x1) under keys (k0, k1), all u32 of one shape,
+// as one op: the custom call JAX lowers it to on GPUs, which the cpu backend also runs as one
+// loop over the elements. random's unrolled rounds are ~200 element-wise ops per hash, each a
+// kernel of its own on the cpu backend (it fuses float ops only), and were most of a step.
+std::pair<Array, Array> threefry2x32(const Array& k0, const Array& k1, const Array& x0,
+                                     const Array& x1) {
+  trace::OpSpec spec;
+  spec.name = "stablehlo.custom_call";
+  spec.attributes.push_back(
+      {"call_target_name", ir::Attribute::string_attr("cu_threefry2x32_ffi")});
+  const ir::Type bits = ir::Type::tensor(x0.shape(), DType::U32);
+  spec.result_types = {bits, bits};
+  const std::vector<Array> out = trace::bind(spec, {k0, k1, x0, x1});
+  return {out[0], out[1]};
+}
+
+Array u32(const Array& x) {
+  return lax::convert_element_type(x, DType::U32);
+}
+
+Array full_u32(const Shape& shape, double v) {
+  return lax::full(shape, v, DType::U32);
+}
+
+}  // namespace
+
+Array gumbel_noise(const Array& seeds, const Array& positions, int64_t vocab) {
+  const int64_t batch = seeds.shape()[0];
+  const Shape slots{batch};
+  // fold_in(PRNGKey(seed), position + 1): the hash of the counts (0, position + 1) under the key
+  // (0, seed).
+  const auto [key0, key1] =
+      threefry2x32(full_u32(slots, 0), u32(seeds), full_u32(slots, 0), u32(positions + 1));
+  // random_bits(key, 32, (vocab,)) in the counter layout random uses now.
+  const bool partitionable = random::threefry_partitionable();
+  const int64_t width = partitionable ? vocab : (vocab + 1) / 2;
+  const Shape wide{batch, width};
+  const auto at_slot = [&](const Array& k) { return lax::broadcast_in_dim(k, wide, {0}); };
+  const Array count = lax::broadcasted_iota(DType::U32, wide, 1);
+  Array bits;
+  if (partitionable) {
+    // Counts (0, i) for element i; the bits are the two words xor-ed.
+    const auto [b0, b1] = threefry2x32(at_slot(key0), at_slot(key1), full_u32(wide, 0), count);
+    bits = lax::bitwise_xor(b0, b1);
+  } else {
+    // Counts (i, i + width) give elements i and i + width (the count past an odd vocab is 0).
+    const Array upper = lax::add(count, full_u32(wide, static_cast<double>(width)));
+    const Array past = lax::ge(upper, full_u32(wide, static_cast<double>(vocab)));
+    const auto [b0, b1] = threefry2x32(at_slot(key0), at_slot(key1), count,
+                                       lax::select(past, full_u32(wide, 0), upper));
+    bits = lax::slice(lax::concatenate({b0, b1}, 1), {0, 0}, {batch, vocab});
+  }
+  // uniform(key, (vocab,), f32, tiny, 1) and gumbel's -log(-log(u)), op for op as random's.
+  const Shape shape{batch, vocab};
+  const Array floats = lax::sub(
+      lax::bitcast_convert_type(lax::bitwise_or(lax::shift_right_logical(bits, full_u32(shape, 9)),
+                                                full_u32(shape, 0x3F800000)),
+                                DType::F32),
+      lax::full(shape, 1.0, DType::F32));
+  const Array lo = lax::full(shape, std::ldexp(1.0, -126), DType::F32);
+  const Array hi = lax::full(shape, 1.0, DType::F32);
+  const Array u = lax::max(lo, lax::add(lax::mul(floats, lax::sub(hi, lo)), lo));
+  return lax::neg(lax::log(lax::neg(lax::log(u))));
+}
+
+// Each row's argmax of x (B, V) as i32 (B,), exactly as lax::argmax gives it: the first of equal
+// maxima, or the row's first NaN where it holds one (the max is then NaN and equals nothing).
+// A max and a min over the rows, which the backend fuses with the compares around them, where
+// argmax's variadic reduce ran its comparator region per element (most of a 4-slot step's growth
+// over a 1-slot one). Indices are exact in f32 up to 2^24; longer rows take lax::argmax.
+Array row_argmax(const Array& x) {
+  const int64_t vocab = x.shape()[1];
+  if (vocab > (int64_t{1} << 24)) return jnp::astype(jnp::argmax(x, 1), DType::I32);
+  const Array index = lax::broadcasted_iota(DType::F32, x.shape(), 1);
+  const Array top = jnp::max(x, {1}, true);
+  const Array hit = jnp::logical_or(jnp::equal(x, top), jnp::not_equal(x, x));
+  return jnp::astype(jnp::min(jnp::where(hit, index, static_cast<float>(vocab)), {1}), DType::I32);
+}
+
+namespace {
+
 // logits (B, V) of the tokens at `positions` (B,) -> the tokens at positions + 1, drawn as
 // models::generate's sample() draws them, with the seed, temperature, k and p as values per
 // slot.
 Array sample(const Array& logits, const Array& positions, const Array& seeds,
              const Array& temperatures, const Array& top_k, const Array& top_p) {
   const int64_t batch = logits.shape()[0];
-  const Array greedy = jnp::astype(jnp::argmax(logits, -1), DType::I32);
+  const Array sampled = jnp::less(0.0f, temperatures);
+  const Array none = jnp::zeros(Shape{batch}, DType::I32);
+  // Each side runs only when a slot needs it: the greedy argmax when a slot has temperature 0,
+  // the draws when one has more.
+  const Array greedy = lax::cond(
+      jnp::all(sampled), [&](const Array&) { return none; },
+      [](const Array& x) { return row_argmax(x); }, logits);
   const Array temp = jnp::reshape(temperatures, Shape{batch, 1});
   const Array scaled = logits / jnp::where(jnp::less(0.0f, temp), temp, 1.0f);
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // The k-th value's 32 rounds only run when a slot asks for 0 < k < V: otherwise every value
   // is kept (a few tenths of a ms per step, more with every slot).
   const int64_t vocab = logits.shape()[1];
-  const Array top = lax::cond(
-      jnp::all(jnp::logical_or(jnp::less(top_k, 1), jnp::greater_equal(top_k, vocab))),
-      [](const Array& x, const Array&) { return x; },
-      [&](const Array& x, const Array& k) {
-        return jnp::where(in_top_k(x, jnp::reshape(k, Shape{batch, 1})), x, -kInf);
+  const Array drawn = lax::cond(
+      jnp::any(sampled),
+      [&](const Array& x, const Array& k, const Array& p) {
+        const Array top = lax::cond(
+            jnp::all(jnp::logical_or(jnp::less(k, 1), jnp::greater_equal(k, vocab))),
+            [](const Array& y, const Array&) { return y; },
+            [&](const Array& y, const Array& kk) {
+              return jnp::where(in_top_k(y, jnp::reshape(kk, Shape{batch, 1})), y, -kInf);
+            },
+            x, k);
+        // The nucleus's 32 rounds only run when a slot asks for one (a few tenths of a ms per
+        // step).
+        const Array masked = lax::cond(
+            jnp::all(jnp::greater_equal(p, 1.0f)), [](const Array& y, const Array&) { return y; },
+            [&](const Array& y, const Array& pp) {
+              return jnp::where(models::top_p_mask(y, jnp::reshape(pp, Shape{batch, 1})), y, -kInf);
+            },
+            top, p);
+        // random::categorical's draw: the argmax of the logits plus Gumbel noise.
+        return row_argmax(lax::add(gumbel_noise(seeds, positions, vocab), masked));
       },
-      scaled, top_k);
-  // The nucleus's 32 rounds only run when a slot asks for one (a few tenths of a ms per step).
-  const Array masked = lax::cond(
-      jnp::all(jnp::greater_equal(top_p, 1.0f)), [](const Array& x, const Array&) { return x; },
-      [&](const Array& x, const Array& p) {
-        return jnp::where(models::top_p_mask(x, jnp::reshape(p, Shape{batch, 1})), x, -kInf);
-      },
-      top, top_p);
-  // Mapped over the slots, so the step holds one batched threefry hash for all of them rather
-  // than one per slot (each is hundreds of small ops); the bits are the same.
-  const auto draw = vmap([](const Array& seed, const Array& position, const Array& row) {
-    const Array key = random::fold_in(random::PRNGKey(seed), position + 1);
-    return jnp::astype(random::categorical(key, row, -1), DType::I32);
-  });
-  return jnp::where(jnp::less(0.0f, temperatures), draw(seeds, positions, masked), greedy);
+      [&](const Array&, const Array&, const Array&) { return none; }, scaled, top_k, top_p);
+  return jnp::where(sampled, drawn, greedy);
 }
 
 // Each slot's new key or value (B, 1, heads, head_dim) written into its rows of the cache
@@ -302,10 +392,19 @@ ServeSteps jit_steps(models::TransformerLM& model, State params, int64_t max_bat
   s.buckets = prefill_buckets(s.max_seq);
   s.cache = zero_cache(model, max_batch, s.max_seq);
   auto p = std::make_shared<const State>(std::move(params));
-  s.decode = [p, f = jit_decode(model)](const State& c, const Array& t, const Array& pos,
-                                        const Array& seed, const Array& temp, const Array& k,
-                                        const Array& top_p) {
-    return f(*p, c, t, pos, seed, temp, k, top_p);
+  // The decode step runs every few hundred microseconds with the same shapes: compiled ahead of
+  // time at its first call, a call skips the jit cache's key (a string per leaf of the
+  // parameters and the cache), which took a good part of the scheduler thread's time per step.
+  using Compiled =
+      decltype(jit_decode(model)
+                   .lower(*p, s.cache, Array(), Array(), Array(), Array(), Array(), Array())
+                   .compile());
+  auto compiled = std::make_shared<std::optional<Compiled>>();
+  s.decode = [p, compiled, f = jit_decode(model)](const State& c, const Array& t, const Array& pos,
+                                                  const Array& seed, const Array& temp,
+                                                  const Array& k, const Array& top_p) {
+    if (!*compiled) compiled->emplace(f.lower(*p, c, t, pos, seed, temp, k, top_p).compile());
+    return (**compiled)(*p, c, t, pos, seed, temp, k, top_p);
   };
   s.prefill = [p, f = jit_prefill(model)](const State& c, const Array& t, const Array& slot,
                                           const Array& n, const Array& seed, const Array& temp,

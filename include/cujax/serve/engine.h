@@ -6,7 +6,9 @@
 // each slot feeds one token at its own position, the step writes that token's key and value into
 // the slot's rows of the cache (max_batch, heads, max_seq, head_dim) per layer, returned as the
 // new cache, and attends with the slot's own mask key_pos <= position. A decode step
-// therefore costs one new position per slot, plus attention over max_seq cached keys.
+// therefore costs one new position per slot, plus attention over max_seq cached keys. While no
+// request joins, the thread dispatches the next step with the last step's tokens as its input on
+// the device before handing those tokens out, so that both overlap.
 //
 // A new request is first prefilled alone: its prompt, padded to the smallest prefill bucket
 // that holds it (16, 32, 64, ... below max_seq, then max_seq), runs one causal forward pass
@@ -84,12 +86,20 @@ class Engine {
     std::shared_ptr<Request> request;
     std::vector<int32_t> tokens;  // the prompt, then the generated tokens; all but the last cached
     int64_t generated = 0;
+    uint64_t serial = 0;  // which request: a new one per request that takes the slot
   };
   void loop();
-  // Prefills `slot` with the prompt padded to `bucket`; returns the token after the prompt.
-  int32_t run_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
-                      const Request& sampling);
-  std::vector<int32_t> run_step();
+  // Dispatches the prefill of `slot` with the prompt padded to `bucket`; returns the token after
+  // the prompt (1,) without waiting for it.
+  Array dispatch_prefill(int64_t slot, const std::vector<int32_t>& prompt, int64_t bucket,
+                         const Request& sampling);
+  // Hands each slot its token of a decode step whose slots held the requests `took` (serials).
+  void deliver_step(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& took);
+  // Dispatches one decode step of every slot with `tokens` (B, 1) at `positions` and returns its
+  // next tokens (B,) without waiting for them.
+  Array dispatch_step(const Array& tokens, const std::vector<int32_t>& positions);
+  // The same with each active slot's last token at its position (free slots: token 0 at 0).
+  Array dispatch_step_from_host();
   // Hands the slot its next token; ends the request (false) when it is done or its client left.
   bool deliver(Slot& slot, int32_t token);
 
@@ -98,6 +108,12 @@ class Engine {
   State cache_;  // blocks.<i>.key and blocks.<i>.value, (max_batch, heads, max_seq, head_dim)
   std::vector<int64_t> buckets_;  // prefill lengths: 16, 32, ... below max_seq, then max_seq
   std::vector<Slot> slots_;
+  uint64_t serials_ = 0;
+  // The decode step's per-slot sampling arrays, for the requests (serials; 0: free) they hold.
+  struct Sampling {
+    std::vector<uint64_t> serials;
+    Array seeds, temperatures, top_k, top_p;
+  } sampling_;
   std::deque<std::shared_ptr<Request>> queue_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

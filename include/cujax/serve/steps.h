@@ -49,6 +49,14 @@ struct ServeSteps {
   Prefill prefill;  // for tokens of any length in `buckets`
 };
 
+// The sampler's parts, for tests. gumbel_noise: (B, vocab) f32 noise, row b the bits of
+// random::gumbel(fold_in(PRNGKey(seeds[b]), positions[b] + 1), (vocab,)), with each threefry
+// hash one op; seeds and positions are i32 (B,). row_argmax: each row's argmax of x (B, V) as i32
+// (B,), the index lax::argmax gives (the first of equal maxima; a row's first NaN where it holds
+// one).
+Array gumbel_noise(const Array& seeds, const Array& positions, int64_t vocab);
+Array row_argmax(const Array& x);
+
 // Prefill lengths for a context of max_seq: 16, 32, 64, ... below max_seq, then max_seq.
 std::vector<int64_t> prefill_buckets(int64_t max_seq);
 
