@@ -145,17 +145,17 @@ TEST(DevicePlan, ScalarProgramRunsArgmaxLikeTheCpu) {
   *v0.data_as<float>() = -INFINITY;
   *i0.data_as<int32_t>() = 0;
   const auto want = run_cpu(*m, {v, i, v0, i0});
-  const auto prog = scalar::compile(*first_op(*m).regions[0]);
+  const auto prog = scalar_program::compile(*first_op(*m).regions[0]);
   ASSERT_TRUE(prog.has_value());
   for (int row = 0; row < 3; ++row) {
-    uint64_t acc[2] = {scalar::to_bits(-INFINITY), 0};
+    uint64_t acc[2] = {scalar_program::to_bits(-INFINITY), 0};
     for (int k = 0; k < 5; ++k) {
-      const uint64_t args[4] = {acc[0], acc[1], scalar::to_bits(vals[row * 5 + k]),
+      const uint64_t args[4] = {acc[0], acc[1], scalar_program::to_bits(vals[row * 5 + k]),
                                 static_cast<uint64_t>(k)};
       prog->run(args, acc);
     }
     EXPECT_EQ(static_cast<int32_t>(acc[1]), want[1].data_as<int32_t>()[row]) << "row " << row;
-    EXPECT_EQ(acc[0], scalar::to_bits(want[0].data_as<float>()[row])) << "row " << row;
+    EXPECT_EQ(acc[0], scalar_program::to_bits(want[0].data_as<float>()[row])) << "row " << row;
   }
 }
 
@@ -214,22 +214,22 @@ func.func private @logaddexp(%x: tensor<f32>, %y: tensor<f32>) -> tensor<f32> {
   const HostTensor a = iota_f32({6});
   const HostTensor want = run_cpu(*m, {a}).at(0);
   const ir::Operation& rw = *m->lookup("main")->body.front().ops[1];
-  EXPECT_FALSE(scalar::compile(*rw.regions[0]).has_value());  // the call needs the module
-  const auto prog = scalar::compile(*rw.regions[0], m.get());
+  EXPECT_FALSE(scalar_program::compile(*rw.regions[0]).has_value());  // the call needs the module
+  const auto prog = scalar_program::compile(*rw.regions[0], m.get());
   ASSERT_TRUE(prog.has_value());
   const auto w = plan::window_plan({6}, {6}, {1}, {1}, {1}, {0, 5});
   ASSERT_TRUE(w.has_value());
   int64_t oi[index::kMaxRank];
   for (int64_t o = 0; o < w->num_out; ++o) {
     index::unravel(o, w->out_dims, w->rank, oi);
-    uint64_t acc = scalar::to_bits(-INFINITY);
+    uint64_t acc = scalar_program::to_bits(-INFINITY);
     for (int64_t e = 0; e < w->window_size; ++e) {
       const int64_t off = plan::window_source(*w, oi, e);
       const uint64_t args[2] = {
-          acc, off >= 0 ? scalar::to_bits(a.data_as<float>()[off]) : scalar::to_bits(-INFINITY)};
+          acc, off >= 0 ? scalar_program::to_bits(a.data_as<float>()[off]) : scalar_program::to_bits(-INFINITY)};
       prog->run(args, &acc);
     }
-    EXPECT_EQ(scalar::from_bits<float>(acc), want.data_as<float>()[o]) << "output " << o;
+    EXPECT_EQ(scalar_program::from_bits<float>(acc), want.data_as<float>()[o]) << "output " << o;
   }
 }
 
@@ -277,7 +277,7 @@ TEST(DevicePlan, ScalarProgramRunsComplex64MaxLikeTheCpu) {
   const auto rows = complex_rows();
   const std::complex<float> init(-INFINITY, 0);
   const auto want = run_cpu(*m, {c64_tensor(rows, {3, 8}), c64_tensor({init}, {})});
-  const auto prog = scalar::compile(*first_op(*m).regions[0]);
+  const auto prog = scalar_program::compile(*first_op(*m).regions[0]);
   ASSERT_TRUE(prog.has_value());
   for (int row = 0; row < 3; ++row) {
     uint64_t acc = c64_bits(init);
@@ -317,7 +317,7 @@ TEST(DevicePlan, ScalarProgramSortsComplex64LikeTheCpu) {
 })");
   const auto rows = complex_rows();
   const auto want = run_cpu(*m, {c64_tensor(rows, {3, 8})});
-  const auto prog = scalar::compile(*first_op(*m).regions[0]);
+  const auto prog = scalar_program::compile(*first_op(*m).regions[0]);
   ASSERT_TRUE(prog.has_value());
   for (int row = 0; row < 3; ++row) {
     std::vector<uint64_t> got;
@@ -349,13 +349,13 @@ TEST(DevicePlan, ScalarProgramDeclinesComplexArithmetic) {
   const auto sum = region_of("complex<f32>",
                              "    %1 = stablehlo.add %x, %y : tensor<complex<f32>>\n"
                              "    stablehlo.return %1 : tensor<complex<f32>>\n");
-  EXPECT_FALSE(scalar::compile(*first_op(*sum).regions[0]).has_value());
+  EXPECT_FALSE(scalar_program::compile(*first_op(*sum).regions[0]).has_value());
   const auto equal = region_of(
       "complex<f32>",
       "    %1 = stablehlo.compare EQ, %x, %y : (tensor<complex<f32>>, tensor<complex<f32>>) -> "
       "tensor<i1>\n    %2 = stablehlo.select %1, %x, %y : tensor<i1>, tensor<complex<f32>>\n"
       "    stablehlo.return %2 : tensor<complex<f32>>\n");
-  EXPECT_FALSE(scalar::compile(*first_op(*equal).regions[0]).has_value());
+  EXPECT_FALSE(scalar_program::compile(*first_op(*equal).regions[0]).has_value());
   const auto wide = region_of(
       "complex<f64>",
       "    %1 = stablehlo.real %x : (tensor<complex<f64>>) -> tensor<f64>\n"
@@ -363,7 +363,7 @@ TEST(DevicePlan, ScalarProgramDeclinesComplexArithmetic) {
       "    %3 = stablehlo.compare GT, %1, %2, FLOAT : (tensor<f64>, tensor<f64>) -> tensor<i1>\n"
       "    %4 = stablehlo.select %3, %x, %y : tensor<i1>, tensor<complex<f64>>\n"
       "    stablehlo.return %4 : tensor<complex<f64>>\n");
-  EXPECT_FALSE(scalar::compile(*first_op(*wide).regions[0]).has_value());
+  EXPECT_FALSE(scalar_program::compile(*first_op(*wide).regions[0]).has_value());
   const auto pick = region_of("complex<f32>",
                               "    %1 = stablehlo.real %x : (tensor<complex<f32>>) -> tensor<f32>\n"
                               "    %2 = stablehlo.imag %y : (tensor<complex<f32>>) -> tensor<f32>\n"
@@ -372,7 +372,7 @@ TEST(DevicePlan, ScalarProgramDeclinesComplexArithmetic) {
                               "    %4 = stablehlo.select %3, %x, %y : tensor<i1>, "
                               "tensor<complex<f32>>\n    stablehlo.return %4 : "
                               "tensor<complex<f32>>\n");
-  EXPECT_TRUE(scalar::compile(*first_op(*pick).regions[0]).has_value());
+  EXPECT_TRUE(scalar_program::compile(*first_op(*pick).regions[0]).has_value());
 }
 
 }  // namespace

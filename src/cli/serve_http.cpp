@@ -14,22 +14,15 @@
 
 namespace cujax::cli {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-struct BadRequest {
-  int status;
-  std::string message;
-};
-
-// Fixed-bucket histogram in Prometheus form.
-struct Histogram {
+// Fixed-bucket histogram in Prometheus form (outside the anonymous namespace: HttpServer::Metrics
+// holds two).
+struct PrometheusHistogram {
   std::vector<double> bounds;
   std::vector<int64_t> counts;
   double sum = 0;
   int64_t count = 0;
-  explicit Histogram(std::vector<double> b) : bounds(std::move(b)), counts(bounds.size(), 0) {}
+  explicit PrometheusHistogram(std::vector<double> b)
+      : bounds(std::move(b)), counts(bounds.size(), 0) {}
   void observe(double v) {
     for (size_t i = 0; i < bounds.size(); ++i)
       if (v <= bounds[i]) ++counts[i];
@@ -44,6 +37,15 @@ struct Histogram {
       << name << "_sum " << sum << "\n"
       << name << "_count " << count << "\n";
   }
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BadRequest {
+  int status;
+  std::string message;
 };
 
 // /v1/generate's body: cujax's own field names.
@@ -175,8 +177,8 @@ struct HttpServer::Job {
 struct HttpServer::Metrics {
   std::mutex mutex;
   std::map<std::pair<std::string, int>, int64_t> requests;  // by path and HTTP status
-  Histogram ttft{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
-  Histogram per_token{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
+  PrometheusHistogram ttft{{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
+  PrometheusHistogram per_token{{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
 };
 
 HttpServer::HttpServer(serve::Engine& engine, HttpOptions options)

@@ -13,7 +13,7 @@ Optimizer::Optimizer(Module& model, const State& params, optax::GradientTransfor
       opt_state_(tx.init(params)) {
   JitOptions options;
   options.name = "nnx_optimizer_update";
-  step_fn_ = jit(
+  step_fn_ = cujax::jit(
       [tx](const State& p, const optax::OptState& s, const State& grads) {
         auto [updates, new_state] = tx.update(grads, s, p);
         return std::make_pair(optax::apply_updates(p, updates), new_state);

@@ -58,7 +58,7 @@ struct ScatterPlan {
 
 // Element `i` of a start-indices array of type `t`, as an index (unsigned values saturate).
 CUJAX_HD inline int64_t load_index(const void* indices, DType t, int64_t i) {
-  return scalar::dispatch(t, [&](auto tag) -> int64_t {
+  return scalar_program::dispatch(t, [&](auto tag) -> int64_t {
     using T = typename decltype(tag)::type;
     if constexpr (ew::is_int_v<T>)
       return index::to_index(static_cast<const T*>(indices)[i]);

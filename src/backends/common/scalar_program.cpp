@@ -7,7 +7,7 @@
 
 #include "cujax/ir/ir.h"
 
-namespace cujax::scalar {
+namespace cujax::scalar_program {
 
 namespace {
 
@@ -292,4 +292,4 @@ std::optional<Program> compile(const ir::Region& region, const ir::Module* modul
   return b.program;
 }
 
-}  // namespace cujax::scalar
+}  // namespace cujax::scalar_program

@@ -18,7 +18,7 @@ struct Region;
 struct Module;
 }  // namespace cujax::ir
 
-namespace cujax::scalar {
+namespace cujax::scalar_program {
 
 template <class T>
 struct Tag {
@@ -325,4 +325,4 @@ CUJAX_HD inline void Program::run(const uint64_t* args, uint64_t* out) const {
   for (int r = 0; r < num_results; ++r) out[r] = s[results[r]];
 }
 
-}  // namespace cujax::scalar
+}  // namespace cujax::scalar_program

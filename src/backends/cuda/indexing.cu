@@ -58,24 +58,24 @@ __device__ void atomic_update(void* base, int64_t off, int bytes, F f) {
 
 template <class T>
 __device__ uint64_t combine(Combine c, uint64_t a_bits, uint64_t b_bits) {
-  const T a = scalar::from_bits<T>(a_bits), b = scalar::from_bits<T>(b_bits);
+  const T a = scalar_program::from_bits<T>(a_bits), b = scalar_program::from_bits<T>(b_bits);
   switch (c) {
     case Combine::Add:
-      return scalar::detail::binary<ew::Add>(a, b);
+      return scalar_program::detail::binary<ew::Add>(a, b);
     case Combine::Sub:
-      return scalar::detail::binary<ew::Subtract>(a, b);
+      return scalar_program::detail::binary<ew::Subtract>(a, b);
     case Combine::Mul:
-      return scalar::detail::binary<ew::Multiply>(a, b);
+      return scalar_program::detail::binary<ew::Multiply>(a, b);
     case Combine::Max:
-      return scalar::detail::binary<ew::Maximum>(a, b);
+      return scalar_program::detail::binary<ew::Maximum>(a, b);
     case Combine::Min:
-      return scalar::detail::binary<ew::Minimum>(a, b);
+      return scalar_program::detail::binary<ew::Minimum>(a, b);
     case Combine::And:
-      return scalar::detail::binary<ew::And>(a, b);
+      return scalar_program::detail::binary<ew::And>(a, b);
     case Combine::Or:
-      return scalar::detail::binary<ew::Or>(a, b);
+      return scalar_program::detail::binary<ew::Or>(a, b);
     case Combine::Xor:
-      return scalar::detail::binary<ew::Xor>(a, b);
+      return scalar_program::detail::binary<ew::Xor>(a, b);
     default:
       return b_bits;
   }
@@ -97,13 +97,13 @@ __device__ bool native_add(T* p, T v) {
 }
 
 template <class T>
-__global__ void scatter_kernel(Combine c, scalar::Program region, bool use_region,
+__global__ void scatter_kernel(Combine c, scalar_program::Program region, bool use_region,
                                plan::ScatterPlan p, const void* indices, const T* updates,
                                T* result, int64_t n) {
   for (int64_t u = thread_begin(); u < n; u += thread_stride()) {
     const int64_t t = plan::scatter_target(p, indices, u);
     if (t < 0) continue;
-    const uint64_t v = scalar::to_bits(updates[u]);
+    const uint64_t v = scalar_program::to_bits(updates[u]);
     if (use_region) {
       atomic_update(result, t, sizeof(T), [&](uint64_t old) {
         const uint64_t args[2] = {old, v};
@@ -141,7 +141,7 @@ __global__ void scatter_assign_winners_kernel(plan::ScatterPlan p, const void* i
   }
 }
 
-constexpr int kMaxSerialInputs = scalar::Program::kMaxResults;
+constexpr int kMaxSerialInputs = scalar_program::Program::kMaxResults;
 
 struct SerialArgs {
   int n = 0;
@@ -150,18 +150,18 @@ struct SerialArgs {
   void* results[kMaxSerialInputs] = {};
 };
 
-__global__ void scatter_serial_kernel(scalar::Program region, plan::ScatterPlan p,
+__global__ void scatter_serial_kernel(scalar_program::Program region, plan::ScatterPlan p,
                                       const void* indices, SerialArgs a, int64_t n) {
   uint64_t args[2 * kMaxSerialInputs], out[kMaxSerialInputs];
   for (int64_t u = 0; u < n; ++u) {
     const int64_t t = plan::scatter_target(p, indices, u);
     if (t < 0) continue;
     for (int k = 0; k < a.n; ++k) {
-      args[k] = scalar::load(a.results[k], t, a.bytes[k]);
-      args[a.n + k] = scalar::load(a.updates[k], u, a.bytes[k]);
+      args[k] = scalar_program::load(a.results[k], t, a.bytes[k]);
+      args[a.n + k] = scalar_program::load(a.updates[k], u, a.bytes[k]);
     }
     region.run(args, out);
-    for (int k = 0; k < a.n; ++k) scalar::store(a.results[k], t, a.bytes[k], out[k]);
+    for (int k = 0; k < a.n; ++k) scalar_program::store(a.results[k], t, a.bytes[k], out[k]);
   }
 }
 
@@ -202,7 +202,7 @@ __global__ void dynamic_update_slice_kernel(DynamicWindow w, const void* update,
 }
 
 // The window of source element s: the offset its select region picks (-1: only padding).
-__global__ void select_kernel(scalar::Program select, plan::Window w, const void* operand,
+__global__ void select_kernel(scalar_program::Program select, plan::Window w, const void* operand,
                               int bytes, int64_t* selected) {
   int64_t oi[index::kMaxRank];
   for (int64_t s = thread_begin(); s < w.num_out; s += thread_stride()) {
@@ -212,7 +212,7 @@ __global__ void select_kernel(scalar::Program select, plan::Window w, const void
     for (int64_t e = 0; e < w.window_size; ++e) {
       const int64_t off = plan::window_source(w, oi, e);
       if (off < 0) continue;
-      const uint64_t v = scalar::load(operand, off, bytes);
+      const uint64_t v = scalar_program::load(operand, off, bytes);
       if (best >= 0) {
         args[1] = v;
         select.run(args, &keep);
@@ -226,13 +226,13 @@ __global__ void select_kernel(scalar::Program select, plan::Window w, const void
 }
 
 template <class T>
-__global__ void scatter_selected_kernel(Combine c, scalar::Program region, bool use_region,
+__global__ void scatter_selected_kernel(Combine c, scalar_program::Program region, bool use_region,
                                         const int64_t* selected, const T* source, T* result,
                                         int64_t n) {
   for (int64_t s = thread_begin(); s < n; s += thread_stride()) {
     const int64_t t = selected[s];
     if (t < 0) continue;
-    const uint64_t v = scalar::to_bits(source[s]);
+    const uint64_t v = scalar_program::to_bits(source[s]);
     if (use_region) {
       atomic_update(result, t, sizeof(T), [&](uint64_t old) {
         const uint64_t args[2] = {old, v};
@@ -267,7 +267,7 @@ void launch_gather(size_t element_bytes, const plan::GatherPlan& g, const void* 
   CUJAX_CUDA_CHECK_LAUNCH("gather_kernel");
 }
 
-void launch_scatter(DType t, Combine c, const scalar::Program* region, const plan::ScatterPlan& p,
+void launch_scatter(DType t, Combine c, const scalar_program::Program* region, const plan::ScatterPlan& p,
                     const void* indices, const void* updates, void* result, int64_t n_updates,
                     int64_t* winners, int64_t n_results, cudaStream_t s) {
   if (n_updates == 0 || n_results == 0) return;
@@ -284,7 +284,7 @@ void launch_scatter(DType t, Combine c, const scalar::Program* region, const pla
     CUJAX_CUDA_CHECK_LAUNCH("scatter_assign_winners_kernel");
     return;
   }
-  const scalar::Program none{};
+  const scalar_program::Program none{};
   visit_dtype(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     scatter_kernel<T><<<grid_for(n_updates), kBlock, 0, s>>>(
@@ -294,7 +294,7 @@ void launch_scatter(DType t, Combine c, const scalar::Program* region, const pla
   CUJAX_CUDA_CHECK_LAUNCH("scatter_kernel");
 }
 
-void launch_scatter_serial(int n_inputs, const DType* types, const scalar::Program& region,
+void launch_scatter_serial(int n_inputs, const DType* types, const scalar_program::Program& region,
                            const plan::ScatterPlan& p, const void* indices,
                            const void* const* updates, void* const* results, int64_t n_updates,
                            cudaStream_t s) {
@@ -332,15 +332,15 @@ void launch_dynamic_update_slice(size_t element_bytes, const DynamicWindow& w, c
   CUJAX_CUDA_CHECK_LAUNCH("dynamic_update_slice_kernel");
 }
 
-void launch_select_and_scatter(DType t, const scalar::Program& select, Combine combine,
-                               const scalar::Program* scatter, const plan::Window& w,
+void launch_select_and_scatter(DType t, const scalar_program::Program& select, Combine combine,
+                               const scalar_program::Program* scatter, const plan::Window& w,
                                const void* operand, const void* source, void* result,
                                int64_t* selected, cudaStream_t s) {
   if (w.num_out == 0) return;
   select_kernel<<<grid_for(w.num_out), kBlock, 0, s>>>(select, w, operand,
                                                        static_cast<int>(size_of(t)), selected);
   CUJAX_CUDA_CHECK_LAUNCH("select_kernel");
-  const scalar::Program none{};
+  const scalar_program::Program none{};
   visit_dtype(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     scatter_selected_kernel<T><<<grid_for(w.num_out), kBlock, 0, s>>>(

@@ -251,9 +251,9 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d, const ir::Module
   // the element type, which has no complex form.
   const bool complex_input = n_in == 1 && is_complex(types[0]);
   if (complex_input && combine != Combine::Assign) return {};
-  std::optional<scalar::Program> region;
+  std::optional<scalar_program::Program> region;
   if (!combine) {
-    region = scalar::compile(*op.regions[0], module);
+    region = scalar_program::compile(*op.regions[0], module);
     if (!region || region->num_results != static_cast<int>(n_in)) return {};
   }
   const int64_t n_updates = op.operands[n_in + 1]->type.num_elements();
@@ -287,7 +287,7 @@ DeviceKernel scatter_kernel(const ir::Operation& op, Device* d, const ir::Module
 DeviceKernel reduce_kernel(const ir::Operation& op, Device* d, const ir::Module* module) {
   const size_t n = op.operands.size() / 2;
   if (op.regions.size() != 1 || op.operands.size() != 2 * n || n == 0 || op.num_results() != n ||
-      n > static_cast<size_t>(scalar::Program::kMaxResults))
+      n > static_cast<size_t>(scalar_program::Program::kMaxResults))
     return {};
   const Shape in_shape = op.operands[0]->type.shape;
   std::vector<DType> types;
@@ -300,7 +300,7 @@ DeviceKernel reduce_kernel(const ir::Operation& op, Device* d, const ir::Module*
     types.push_back(op.operands[k]->type.dtype);
     rts.push_back(op.result(k)->type);
   }
-  auto region = scalar::compile(*op.regions[0], module);
+  auto region = scalar_program::compile(*op.regions[0], module);
   if (!region || region->num_args != static_cast<int>(2 * n) ||
       region->num_results != static_cast<int>(n))
     return {};
@@ -416,7 +416,7 @@ DeviceKernel sort_kernel(const ir::Operation& op, const std::shared_ptr<Device>&
   if (shape.empty()) return {};
   std::vector<DType> types;
   for (size_t k = 0; k < op.operands.size(); ++k) {
-    // The sorts move elements of up to 8 bytes (scalar::load): complex128 takes the host path.
+    // The sorts move elements of up to 8 bytes (scalar_program::load): complex128 takes the host path.
     if (op.operands[k]->type.shape != shape || op.result(k)->type != op.operands[k]->type ||
         size_of(op.operands[k]->type.dtype) > 8)
       return {};
@@ -431,9 +431,9 @@ DeviceKernel sort_kernel(const ir::Operation& op, const std::shared_ptr<Device>&
   for (size_t k = 0; k < shape.size(); ++k) s.dims[k] = shape[k];
   // A complex key has no radix order: its comparator runs in the region interpreter.
   const std::optional<RadixKey> key = is_complex(types[0]) ? std::nullopt : radix_key(op);
-  std::optional<scalar::Program> cmp;
+  std::optional<scalar_program::Program> cmp;
   if (!key) {
-    cmp = scalar::compile(*op.regions[0], module);
+    cmp = scalar_program::compile(*op.regions[0], module);
     if (!cmp || cmp->num_results != 1 || cmp->num_args != static_cast<int>(2 * types.size()))
       return {};
   }
@@ -464,7 +464,7 @@ std::vector<int64_t> ints_or(const ir::Operation& op, const char* name, size_t n
 DeviceKernel reduce_window_kernel(const ir::Operation& op, Device* d, const ir::Module* module) {
   const size_t n = op.operands.size() / 2;
   if (op.regions.size() != 1 || n == 0 || op.operands.size() != 2 * n || op.num_results() != n ||
-      n > static_cast<size_t>(scalar::Program::kMaxResults))
+      n > static_cast<size_t>(scalar_program::Program::kMaxResults))
     return {};
   const Shape in_shape = op.operands[0]->type.shape;
   const size_t r = in_shape.size();
@@ -485,7 +485,7 @@ DeviceKernel reduce_window_kernel(const ir::Operation& op, Device* d, const ir::
   if (!w) return {};
   for (size_t k = 0; k < n; ++k)
     if (rts[k].shape != Shape(w->out_dims, w->out_dims + r)) return {};
-  auto region = scalar::compile(*op.regions[0], module);
+  auto region = scalar_program::compile(*op.regions[0], module);
   if (!region || region->num_args != static_cast<int>(2 * n) ||
       region->num_results != static_cast<int>(n))
     return {};
@@ -519,13 +519,13 @@ DeviceKernel select_and_scatter_kernel(const ir::Operation& op, Device* d,
       plan::window_plan(rt.shape, op.ints("window_dimensions"), ints_or(op, "window_strides", r, 1),
                         ones, ones, ints_or(op, "padding", 2 * r, 0));
   if (!w || op.operands[1]->type.shape != Shape(w->out_dims, w->out_dims + r)) return {};
-  auto select = scalar::compile(*op.regions[0], module);
+  auto select = scalar_program::compile(*op.regions[0], module);
   if (!select || select->num_args != 2 || select->num_results != 1) return {};
   std::optional<Combine> combine;
   if (auto name = cpu::simple_binary_region(*op.regions[1])) combine = combine_of(*name, t);
-  std::optional<scalar::Program> scatter;
+  std::optional<scalar_program::Program> scatter;
   if (!combine) {
-    scatter = scalar::compile(*op.regions[1], module);
+    scatter = scalar_program::compile(*op.regions[1], module);
     if (!scatter || scatter->num_args != 2 || scatter->num_results != 1) return {};
   }
   return [d, rt, w = *w, select = *select, combine, scatter](std::span<const DeviceArray> in) {

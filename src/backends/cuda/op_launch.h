@@ -28,11 +28,11 @@ enum class Combine : uint8_t { Assign, Add, Sub, Mul, Max, Min, And, Or, Xor, Re
 // into it with atomics (any order: the combiners are commutative, and integer results do not
 // depend on the order). Assign without unique indices lets the last position win, as the CPU
 // backend does, through `winners` (one int64 per result element, n_results of them).
-void launch_scatter(DType t, Combine c, const scalar::Program* region, const plan::ScatterPlan& p,
+void launch_scatter(DType t, Combine c, const scalar_program::Program* region, const plan::ScatterPlan& p,
                     const void* indices, const void* updates, void* result, int64_t n_updates,
                     int64_t* winners, int64_t n_results, cudaStream_t s);
 // Several inputs combined by one region: one thread applies the updates in order.
-void launch_scatter_serial(int n_inputs, const DType* types, const scalar::Program& region,
+void launch_scatter_serial(int n_inputs, const DType* types, const scalar_program::Program& region,
                            const plan::ScatterPlan& p, const void* indices,
                            const void* const* updates, void* const* results, int64_t n_updates,
                            cudaStream_t s);
@@ -64,7 +64,7 @@ void launch_clamp(DType t, const void* lo, bool lo_scalar, const void* x, const 
 
 // A reduce of n inputs (types[k]) by a region (args: n accumulators, then n elements) over the
 // dimensions flagged in `reduced` of `dims`, starting from the scalars inits[k].
-void launch_reduce_region(const scalar::Program& region, int n, const DType* types,
+void launch_reduce_region(const scalar_program::Program& region, int n, const DType* types,
                           const void* const* inputs, const void* const* inits, void* const* outs,
                           const int64_t* dims, const bool* reduced, int rank, cudaStream_t s);
 
@@ -87,12 +87,12 @@ void launch_radix_sort(Device& device, const RadixKey& key, const SortShape& sha
                        const DType* types, const void* const* inputs, void* const* outputs);
 // Any other comparator: a stable merge sort of each row's positions by the region (args:
 // lhs and rhs of operand 0, of operand 1, ...), one thread per row, then the same gathers.
-void launch_region_sort(Device& device, const scalar::Program& comparator, const SortShape& shape,
+void launch_region_sort(Device& device, const scalar_program::Program& comparator, const SortShape& shape,
                         int n, const DType* types, const void* const* inputs, void* const* outputs);
 
 // reduce_window of n inputs by a region (n accumulators, then n elements); padding and
 // dilation holes contribute the init values, as the spec's padded operand does.
-void launch_reduce_window(const scalar::Program& region, int n, const DType* types,
+void launch_reduce_window(const scalar_program::Program& region, int n, const DType* types,
                           const void* const* inputs, const void* const* inits, void* const* outs,
                           const plan::Window& w, cudaStream_t s);
 // select_and_scatter: each window of `operand` (one per source element) selects an element by
@@ -100,8 +100,8 @@ void launch_reduce_window(const scalar::Program& region, int n, const DType* typ
 // source element is combined into it (by `scatter`, or `combine` when it is a single binary op)
 // with atomics. `result` holds the init value everywhere; `selected` has one int64 per source
 // element.
-void launch_select_and_scatter(DType t, const scalar::Program& select, Combine combine,
-                               const scalar::Program* scatter, const plan::Window& w,
+void launch_select_and_scatter(DType t, const scalar_program::Program& select, Combine combine,
+                               const scalar_program::Program* scatter, const plan::Window& w,
                                const void* operand, const void* source, void* result,
                                int64_t* selected, cudaStream_t s);
 // C[b] = A[b] (m x k) * B[b] (k x n), row-major, in the element type (integers wrap, booleans

@@ -12,7 +12,7 @@ namespace cujax::cuda {
 
 namespace {
 
-constexpr int kMaxInputs = scalar::Program::kMaxResults;
+constexpr int kMaxInputs = scalar_program::Program::kMaxResults;
 
 struct RegionReduceArgs {
   int n = 0;
@@ -28,24 +28,24 @@ struct RegionReduceArgs {
   int64_t red_count = 1;
 };
 
-__global__ void region_reduce_kernel(scalar::Program region, RegionReduceArgs a, int64_t n_out) {
+__global__ void region_reduce_kernel(scalar_program::Program region, RegionReduceArgs a, int64_t n_out) {
   uint64_t args[2 * kMaxInputs], acc[kMaxInputs];
   for (int64_t o = thread_begin(); o < n_out; o += thread_stride()) {
     const int64_t base = index::strided_offset(o, a.kept_dims, a.kept_strides, a.kept_rank);
-    for (int k = 0; k < a.n; ++k) acc[k] = scalar::load(a.inits[k], 0, a.bytes[k]);
+    for (int k = 0; k < a.n; ++k) acc[k] = scalar_program::load(a.inits[k], 0, a.bytes[k]);
     for (int64_t r = 0; r < a.red_count; ++r) {
       const int64_t off = base + index::strided_offset(r, a.red_dims, a.red_strides, a.red_rank);
       for (int k = 0; k < a.n; ++k) {
         args[k] = acc[k];
-        args[a.n + k] = scalar::load(a.inputs[k], off, a.bytes[k]);
+        args[a.n + k] = scalar_program::load(a.inputs[k], off, a.bytes[k]);
       }
       region.run(args, acc);
     }
-    for (int k = 0; k < a.n; ++k) scalar::store(a.outs[k], o, a.bytes[k], acc[k]);
+    for (int k = 0; k < a.n; ++k) scalar_program::store(a.outs[k], o, a.bytes[k], acc[k]);
   }
 }
 
-__global__ void region_reduce_block_kernel(scalar::Program region, RegionReduceArgs a) {
+__global__ void region_reduce_block_kernel(scalar_program::Program region, RegionReduceArgs a) {
   __shared__ uint64_t partial[kMaxInputs][kBlock];
   __shared__ bool have[kBlock];
   uint64_t args[2 * kMaxInputs], acc[kMaxInputs] = {};
@@ -55,13 +55,13 @@ __global__ void region_reduce_block_kernel(scalar::Program region, RegionReduceA
   for (int64_t r = threadIdx.x; r < a.red_count; r += blockDim.x) {
     const int64_t off = base + index::strided_offset(r, a.red_dims, a.red_strides, a.red_rank);
     if (!any) {
-      for (int k = 0; k < a.n; ++k) acc[k] = scalar::load(a.inputs[k], off, a.bytes[k]);
+      for (int k = 0; k < a.n; ++k) acc[k] = scalar_program::load(a.inputs[k], off, a.bytes[k]);
       any = true;
       continue;
     }
     for (int k = 0; k < a.n; ++k) {
       args[k] = acc[k];
-      args[a.n + k] = scalar::load(a.inputs[k], off, a.bytes[k]);
+      args[a.n + k] = scalar_program::load(a.inputs[k], off, a.bytes[k]);
     }
     region.run(args, acc);
   }
@@ -85,7 +85,7 @@ __global__ void region_reduce_block_kernel(scalar::Program region, RegionReduceA
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    for (int k = 0; k < a.n; ++k) acc[k] = scalar::load(a.inits[k], 0, a.bytes[k]);
+    for (int k = 0; k < a.n; ++k) acc[k] = scalar_program::load(a.inits[k], 0, a.bytes[k]);
     if (have[0]) {
       for (int k = 0; k < a.n; ++k) {
         args[k] = acc[k];
@@ -93,14 +93,14 @@ __global__ void region_reduce_block_kernel(scalar::Program region, RegionReduceA
       }
       region.run(args, acc);
     }
-    for (int k = 0; k < a.n; ++k) scalar::store(a.outs[k], o, a.bytes[k], acc[k]);
+    for (int k = 0; k < a.n; ++k) scalar_program::store(a.outs[k], o, a.bytes[k], acc[k]);
   }
 }
 
-__global__ void reduce_window_kernel(scalar::Program region, RegionReduceArgs a, plan::Window w) {
+__global__ void reduce_window_kernel(scalar_program::Program region, RegionReduceArgs a, plan::Window w) {
   uint64_t args[2 * kMaxInputs], acc[kMaxInputs], init[kMaxInputs];
   int64_t oi[index::kMaxRank];
-  for (int k = 0; k < a.n; ++k) init[k] = scalar::load(a.inits[k], 0, a.bytes[k]);
+  for (int k = 0; k < a.n; ++k) init[k] = scalar_program::load(a.inits[k], 0, a.bytes[k]);
   for (int64_t o = thread_begin(); o < w.num_out; o += thread_stride()) {
     index::unravel(o, w.out_dims, w.rank, oi);
     for (int k = 0; k < a.n; ++k) acc[k] = init[k];
@@ -108,11 +108,11 @@ __global__ void reduce_window_kernel(scalar::Program region, RegionReduceArgs a,
       const int64_t off = plan::window_source(w, oi, e);
       for (int k = 0; k < a.n; ++k) {
         args[k] = acc[k];
-        args[a.n + k] = off >= 0 ? scalar::load(a.inputs[k], off, a.bytes[k]) : init[k];
+        args[a.n + k] = off >= 0 ? scalar_program::load(a.inputs[k], off, a.bytes[k]) : init[k];
       }
       region.run(args, acc);
     }
-    for (int k = 0; k < a.n; ++k) scalar::store(a.outs[k], o, a.bytes[k], acc[k]);
+    for (int k = 0; k < a.n; ++k) scalar_program::store(a.outs[k], o, a.bytes[k], acc[k]);
   }
 }
 
@@ -121,7 +121,7 @@ constexpr int64_t kLongReduction = 2048;
 
 }  // namespace
 
-void launch_reduce_region(const scalar::Program& region, int n, const DType* types,
+void launch_reduce_region(const scalar_program::Program& region, int n, const DType* types,
                           const void* const* inputs, const void* const* inits, void* const* outs,
                           const int64_t* dims, const bool* reduced, int rank, cudaStream_t s) {
   if (n > kMaxInputs) throw UnsupportedError("reduce: too many inputs for cuda");
@@ -154,7 +154,7 @@ void launch_reduce_region(const scalar::Program& region, int n, const DType* typ
   CUJAX_CUDA_CHECK_LAUNCH("region_reduce_kernel");
 }
 
-void launch_reduce_window(const scalar::Program& region, int n, const DType* types,
+void launch_reduce_window(const scalar_program::Program& region, int n, const DType* types,
                           const void* const* inputs, const void* const* inits, void* const* outs,
                           const plan::Window& w, cudaStream_t s) {
   if (n > kMaxInputs) throw UnsupportedError("reduce_window: too many inputs for cuda");

@@ -77,14 +77,14 @@ __global__ void gather_rows_kernel(Rows r, Operands o, const int32_t* perm) {
     const int64_t src = base + static_cast<int64_t>(perm[e]) * r.stride;
     const int64_t dst = base + i * r.stride;
     for (int k = 0; k < o.n; ++k)
-      scalar::store(o.out[k], dst, o.bytes[k], scalar::load(o.in[k], src, o.bytes[k]));
+      scalar_program::store(o.out[k], dst, o.bytes[k], scalar_program::load(o.in[k], src, o.bytes[k]));
   }
 }
 
 template <class K, class T>
 __device__ K radix_key(T x, const RadixKey& key) {
   if constexpr (ew::is_float_v<T>) {
-    uint64_t b = scalar::to_bits(x);
+    uint64_t b = scalar_program::to_bits(x);
     if (key.canonicalize) {
       const double d = ew::to_compute<double>(x);
       if (d != d)
@@ -116,9 +116,9 @@ __global__ void radix_keys_kernel(Rows r, RadixKey key, const T* in, K* keys, in
   if (thread_begin() == 0) offsets[r.rows] = static_cast<int32_t>(total);
 }
 
-__global__ void merge_sort_rows_kernel(scalar::Program cmp, Rows r, Operands o, int32_t* perm,
+__global__ void merge_sort_rows_kernel(scalar_program::Program cmp, Rows r, Operands o, int32_t* perm,
                                        int32_t* tmp) {
-  uint64_t args[2 * kMaxOperands], out[scalar::Program::kMaxResults];
+  uint64_t args[2 * kMaxOperands], out[scalar_program::Program::kMaxResults];
   for (int64_t s = thread_begin(); s < r.rows; s += thread_stride()) {
     const int64_t base = r.base(s);
     int32_t* a = perm + s * r.n;
@@ -127,8 +127,8 @@ __global__ void merge_sort_rows_kernel(scalar::Program cmp, Rows r, Operands o, 
     // less(x, y): the comparator on (operand_k[x], operand_k[y]) pairs
     auto less = [&](int32_t x, int32_t y) {
       for (int k = 0; k < o.n; ++k) {
-        args[2 * k] = scalar::load(o.in[k], base + x * r.stride, o.bytes[k]);
-        args[2 * k + 1] = scalar::load(o.in[k], base + y * r.stride, o.bytes[k]);
+        args[2 * k] = scalar_program::load(o.in[k], base + x * r.stride, o.bytes[k]);
+        args[2 * k + 1] = scalar_program::load(o.in[k], base + y * r.stride, o.bytes[k]);
       }
       cmp.run(args, out);
       return (out[0] & 1) != 0;
@@ -203,7 +203,7 @@ void launch_radix_sort(Device& device, const RadixKey& key, const SortShape& sha
   });
 }
 
-void launch_region_sort(Device& device, const scalar::Program& comparator, const SortShape& shape,
+void launch_region_sort(Device& device, const scalar_program::Program& comparator, const SortShape& shape,
                         int n, const DType* types, const void* const* inputs,
                         void* const* outputs) {
   const Rows r = rows_of(shape);
