@@ -19,6 +19,9 @@ file(GLOB CUJAX_CUDA_BACKEND_SOURCES CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cpp ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cu
      ${PROJECT_SOURCE_DIR}/src/backends/cuda/codegen/*.cpp)
 target_sources(cujax PRIVATE ${CUJAX_CUDA_BACKEND_SOURCES})
+# Compiled one by one, outside the library's unity batches: the backend's files share helper
+# names (plans, Plan), and the cpu preset's batches stay the same objects for ccache.
+set_source_files_properties(${CUJAX_CUDA_BACKEND_SOURCES} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 # The headers NVRTC compiles generated kernels with, embedded as string literals (include name =
 # file), so that device code and the CPU backend share the same math.
 set(CUJAX_RTC_DIR ${PROJECT_SOURCE_DIR}/src/backends/cuda/codegen/rtc)
@@ -43,6 +46,7 @@ add_custom_command(
   DEPENDS ${CUJAX_RTC_FILES} ${PROJECT_SOURCE_DIR}/cmake/embed_headers.cmake
   COMMENT "Embedding the NVRTC headers" VERBATIM)
 target_sources(cujax PRIVATE ${CUJAX_RTC_EMBEDDED})
+set_source_files_properties(${CUJAX_RTC_EMBEDDED} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 set_target_properties(cujax PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
 target_compile_options(cujax PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra --Werror=all-warnings>)
