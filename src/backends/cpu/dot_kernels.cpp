@@ -36,6 +36,8 @@ namespace {
 
 constexpr int64_t kCopyGrain = 1 << 15;       // elements per parallel chunk of a copy
 constexpr int64_t kGemmGrainFlops = 1 << 16;  // multiply-adds per parallel chunk of a GEMM
+constexpr int64_t kGemmBlocksPerThread = 2;   // blocks of a large BLAS product per thread
+constexpr int64_t kGemmMinBlock = 16;         // rows or columns of one block, at least
 constexpr int64_t kBlasMinFlops = 1 << 12;    // smaller batched products skip CBLAS
 // Products up to this size run on one thread, so batches of them are spread over our threads.
 constexpr int64_t kBlasSingleThreadFlops = 1 << 18;
@@ -325,24 +327,36 @@ void matmul(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, bool ta, c
     }
   }
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
-    // Row blocks of C on our threads: rows m0.. of op(A) start at column m0 of a transposed A.
-    auto rows = [&](int64_t m0, int64_t m1) {
+    // The block [m0, m1) x [n0, n1) of C: rows m0.. of op(A) start at column m0 of a transposed
+    // A, columns n0.. of op(B) at row n0 of a transposed B.
+    auto block = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
       const A* am = ta ? a + m0 : a + m0 * lda;
+      const A* bn = tb ? b + n0 * ldb : b + n0;
       if constexpr (std::is_same_v<A, float>)
         cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m1 - m0),
-                    static_cast<int>(N), static_cast<int>(K), 1.0f, am, static_cast<int>(lda), b,
-                    static_cast<int>(ldb), 0.0f, c + m0 * ldc, static_cast<int>(ldc));
+                    static_cast<int>(n1 - n0), static_cast<int>(K), 1.0f, am, static_cast<int>(lda),
+                    bn, static_cast<int>(ldb), 0.0f, c + m0 * ldc + n0, static_cast<int>(ldc));
       else
         cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m1 - m0),
-                    static_cast<int>(N), static_cast<int>(K), 1.0, am, static_cast<int>(lda), b,
-                    static_cast<int>(ldb), 0.0, c + m0 * ldc, static_cast<int>(ldc));
+                    static_cast<int>(n1 - n0), static_cast<int>(K), 1.0, am, static_cast<int>(lda),
+                    bn, static_cast<int>(ldb), 0.0, c + m0 * ldc + n0, static_cast<int>(ldc));
     };
     if (M * N * K <= kBlasSingleThreadFlops) {
-      rows(0, M);
-    } else {
-      // Blocks of at least 16 rows keep OpenBLAS's kernels efficient.
-      parallel_for(M, std::max<int64_t>(16, kGemmGrainFlops / std::max<int64_t>(1, N * K)), rows);
+      block(0, M, 0, N);
+      return;
     }
+    // A few blocks per thread (so one that starts late takes fewer), split along the dimension
+    // whose blocks repack less: OpenBLAS packs the whole shared operand for every block, op(B)
+    // (K x N) for a block of rows and op(A) (M x K) for a block of columns. Blocks of rows of a
+    // weight gradient (M = 128, K = 2048) repacked all of op(B) eight times.
+    const int64_t split = M >= N ? M : N;
+    const int64_t blocks = std::min<int64_t>(kGemmBlocksPerThread * num_threads(),
+                                             std::max<int64_t>(1, split / kGemmMinBlock));
+    const int64_t per = (split + blocks - 1) / blocks;
+    if (M >= N)
+      parallel_for(M, per, [&](int64_t m0, int64_t m1) { block(m0, m1, 0, N); });
+    else
+      parallel_for(N, per, [&](int64_t n0, int64_t n1) { block(0, M, n0, n1); });
   } else {
     (void)ta;
     (void)tb;
@@ -439,7 +453,11 @@ std::vector<HostTensor> run_dot(const DotPlan& p, const HostTensor& lhs, const H
   }
 
   const int64_t grain = std::max<int64_t>(1, kGemmGrainFlops / std::max<int64_t>(1, M * N * K));
-  if (blas && B > 1 && M * N * K <= kBlasSingleThreadFlops) {
+  // Batches of small products, or enough products to keep every thread busy (attention's 64
+  // of 128 x 32 x 128 per layer), spread whole products over the threads.
+  const bool by_product =
+      B > 1 && (M * N * K <= kBlasSingleThreadFlops || B >= kGemmBlocksPerThread * num_threads());
+  if (blas && by_product) {
     parallel_for(B, grain, [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i)
         matmul<A>(M, N, K, a + i * M * K, lda, ta, b + i * K * N, ldb, tb, c + i * M * N, N);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backends/cpu/elementwise_ops.h"
 #include "backends/cpu/parallel.h"
@@ -134,6 +136,37 @@ CUJAX_TILE_LOOP void reduce_rows(const float* in, const float* init, float* out,
     for (int64_t i = 0; i < len; ++i)
       for (int64_t r = 0; r < kRows; ++r) acc[r] = Op{}(acc[r], q[r][i]);
     for (int64_t r = 0; r < count; ++r) out[r0 + r] = acc[r];
+  }
+}
+
+// Maximum and minimum rows without the branches of ReduceMax/ReduceMin, so the loop vectorizes:
+// as integers, these keys order non-NaN floats as IEEE maximum and minimum do (-0 < +0), and
+// that order is total, so the extreme key does not depend on the order of the fold. A row with
+// a NaN (or a NaN init) folds in order instead, which keeps the first NaN as the reduce does.
+inline int32_t order_key(int32_t bits) {
+  return bits ^ ((bits >> 31) & 0x7fffffff);
+}
+
+template <class Op, bool kMax>
+CUJAX_TILE_LOOP void extreme_rows(const float* in, const float* init, float* out, int64_t rows,
+                                  int64_t len) {
+  const int32_t init_bits = std::bit_cast<int32_t>(*init);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t* q = reinterpret_cast<const int32_t*>(in + r * len);
+    int32_t key = order_key(init_bits);
+    int32_t nan = (init_bits & 0x7fffffff) > 0x7f800000;
+    for (int64_t i = 0; i < len; ++i) {
+      const int32_t k = order_key(q[i]);
+      key = kMax ? std::max(key, k) : std::min(key, k);
+      nan |= (q[i] & 0x7fffffff) > 0x7f800000;
+    }
+    if (nan) {
+      float acc = *init;
+      for (int64_t i = 0; i < len; ++i) acc = Op{}(acc, in[r * len + i]);
+      out[r] = acc;
+    } else {
+      out[r] = std::bit_cast<float>(order_key(key));  // the key map is its own inverse
+    }
   }
 }
 
@@ -289,9 +322,9 @@ std::optional<RowReduce> row_reduce(const ir::Operation& op) {
   else if (*body == "stablehlo.multiply")
     rr.fn = reduce_rows<ReduceMul>;
   else if (*body == "stablehlo.maximum")
-    rr.fn = reduce_rows<ReduceMax>;
+    rr.fn = extreme_rows<ReduceMax, true>;
   else if (*body == "stablehlo.minimum")
-    rr.fn = reduce_rows<ReduceMin>;
+    rr.fn = extreme_rows<ReduceMin, false>;
   else
     return std::nullopt;
   std::vector<bool> reduced(x.shape.size(), false);
@@ -705,6 +738,20 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     });
   }
 
+  // A broadcast back along the rows computed in one group (an expand node) and read by later
+  // groups: they read its per-row source through a view, which the first group writes out
+  // instead of the broadcast (softmax's row sums, read again by its gradient: 32 KiB instead of
+  // 4 MiB). Ops outside every group still read the broadcast itself.
+  std::unordered_set<const ir::Value*> expand_sources;
+  for (size_t i = 0; i < num_ops; ++i) {
+    if (group_of[i] < 0 || role[i] != Role::Expand) continue;
+    const auto& us = users[block.ops[i]->result(0)];
+    if (std::any_of(us.begin(), us.end(), [&](size_t u) {
+          return u != kAfter && group_of[u] >= 0 && group_of[u] != group_of[i];
+        }))
+      expand_sources.insert(block.ops[i]->operands[0]);
+  }
+
   for (size_t g = 0; g < runs.size(); ++g) {
     const Run& run = runs[g];
     const std::vector<size_t>& members = run.members;
@@ -747,8 +794,10 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
           input.shape = v->type.shape;
           const ir::Value* source = v;
           auto def = defined_by.find(v);
-          // A broadcast computed by another group (as its expand node) is a full input.
-          if (def != defined_by.end() && view[def->second] && group_of[def->second] < 0) {
+          // A broadcast outside every group, or the expand node of another group, is read
+          // through a view of its source.
+          if (def != defined_by.end() && view[def->second] &&
+              (group_of[def->second] < 0 || role[def->second] == Role::Expand)) {
             input.full = false;
             input.view = *view[def->second];
             source = block.ops[def->second]->operands[0];
@@ -765,9 +814,13 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
       }
       const ir::Value* result = op.result(0);
       const auto& us = users[result];
-      const bool used_after = std::any_of(us.begin(), us.end(), [&](size_t u) {
-        return u == kAfter || group_of[u] != static_cast<int>(g);
-      });
+      // Other groups read an expand node through its source.
+      const bool expand = role[m] == Role::Expand;
+      const bool used_after =
+          expand_sources.count(result) > 0 || std::any_of(us.begin(), us.end(), [&](size_t u) {
+            return u == kAfter ||
+                   (group_of[u] != static_cast<int>(g) && !(expand && group_of[u] >= 0));
+          });
       if (used_after) {
         node.output = static_cast<int>(step.outputs.size());
         step.outputs.push_back(result);
