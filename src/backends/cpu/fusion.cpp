@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -738,11 +739,92 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     });
   }
 
+  // A broadcast outside every group, or the expand node of another group: read through a view
+  // of its source.
+  auto read_through_view = [&](size_t e) {
+    return view[e] && (group_of[e] < 0 || role[e] == Role::Expand);
+  };
+  // Recomputation instead of residuals: a group that reads a row-level element-wise value of an
+  // earlier group computes it again from that group's inputs, when that reads at most one
+  // full-size tensor the group does not read already (GELU's x * x and 1 + tanh(...) from the
+  // pre-activation and the tanh, a masked logit from the attention product). The earlier group
+  // then writes fewer tensors and the later one reads fewer; the functors are the same, so are
+  // the bits. exp, tanh and the other precise ops are read, not computed again: they cost more
+  // than a pass over memory.
+  constexpr size_t kMaxRecomputed = 24;  // ops one value may take
+  std::vector<std::unordered_set<size_t>> recomputed(runs.size());
+  std::unordered_set<const ir::Value*> expand_sources;
+  for (size_t g = 0; g < runs.size(); ++g) {
+    std::unordered_set<const ir::Value*> reads_full;  // full-size tensors the group reads
+    std::vector<const ir::Value*> candidates;
+    for (size_t m : runs[g].members)
+      for (const ir::Value* v : block.ops[m]->operands) {
+        auto def = defined_by.find(v);
+        if (def == defined_by.end()) {
+          reads_full.insert(v);
+        } else if (group_of[def->second] != static_cast<int>(g) &&
+                   !read_through_view(def->second)) {
+          if (group_of[def->second] >= 0 && role[def->second] == Role::Map)
+            candidates.push_back(v);
+          else
+            reads_full.insert(v);
+        }
+      }
+    for (const ir::Value* v : candidates) {
+      const size_t d = defined_by.at(v);
+      if (recomputed[g].count(d)) continue;
+      if (tile[d]->precise) {  // exp, tanh, ...: cost more to compute again than to read
+        reads_full.insert(v);
+        continue;
+      }
+      const int g1 = group_of[d];
+      std::vector<size_t> cone, stack{d};
+      std::unordered_set<size_t> seen{d};
+      std::unordered_set<const ir::Value*> leaves;
+      bool ok = true;
+      while (ok && !stack.empty()) {
+        const size_t e = stack.back();
+        stack.pop_back();
+        cone.push_back(e);
+        for (const ir::Value* w : block.ops[e]->operands) {
+          auto wd = defined_by.find(w);
+          if (wd != defined_by.end() &&
+              (group_of[wd->second] == static_cast<int>(g) || read_through_view(wd->second)))
+            continue;  // read anyway, or a view: no full-size tensor
+          if (wd == defined_by.end() || group_of[wd->second] != g1 ||
+              (role[wd->second] == Role::Map && tile[wd->second]->precise)) {
+            leaves.insert(w);
+          } else if (role[wd->second] != Role::Map) {
+            ok = false;
+          } else if (seen.insert(wd->second).second) {
+            stack.push_back(wd->second);
+          }
+        }
+        ok = ok && cone.size() <= kMaxRecomputed;
+      }
+      const size_t added = std::count_if(leaves.begin(), leaves.end(),
+                                         [&](const ir::Value* w) { return !reads_full.count(w); });
+      if (!ok || added > 1) {
+        reads_full.insert(v);
+        continue;
+      }
+      reads_full.insert(leaves.begin(), leaves.end());
+      for (size_t e : cone) {
+        recomputed[g].insert(e);
+        for (const ir::Value* w : block.ops[e]->operands) {
+          auto wd = defined_by.find(w);
+          if (wd != defined_by.end() && role[wd->second] == Role::Expand &&
+              group_of[wd->second] != static_cast<int>(g))
+            expand_sources.insert(block.ops[wd->second]->operands[0]);
+        }
+      }
+    }
+  }
+
   // A broadcast back along the rows computed in one group (an expand node) and read by later
   // groups: they read its per-row source through a view, which the first group writes out
   // instead of the broadcast (softmax's row sums, read again by its gradient: 32 KiB instead of
   // 4 MiB). Ops outside every group still read the broadcast itself.
-  std::unordered_set<const ir::Value*> expand_sources;
   for (size_t i = 0; i < num_ops; ++i) {
     if (group_of[i] < 0 || role[i] != Role::Expand) continue;
     const auto& us = users[block.ops[i]->result(0)];
@@ -762,7 +844,35 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     FusedStep step;
     // Value number of an input (>= 0) or of node k (-(k + 1)) until the inputs are known.
     std::unordered_map<const ir::Value*, int> number;
-    for (size_t m : members) {
+    std::function<void(size_t, bool)> emit;
+    // The value number of operand `v` of op `m`, emitting the ops that recompute it first.
+    auto arg_of = [&](const ir::Value* v, size_t m) {
+      auto it = number.find(v);
+      if (it != number.end()) return it->second;
+      auto def = defined_by.find(v);
+      if (def != defined_by.end() && recomputed[g].count(def->second)) {
+        emit(def->second, true);
+        return number.at(v);
+      }
+      FusedProgram::Input input;
+      input.dtype = v->type.dtype;
+      input.shape = v->type.shape;
+      const ir::Value* source = v;
+      if (def != defined_by.end() && read_through_view(def->second)) {
+        input.full = false;
+        input.view = *view[def->second];
+        source = block.ops[def->second]->operands[0];
+      } else if (v->type.rank() == 0 && role[m] == Role::Reduce) {
+        input.full = false;  // the init value, read as a per-row broadcast
+      }
+      // Row-level values have the group's size; the rest are per row.
+      input.per_row = v->type.num_elements() != size;
+      number.emplace(v, static_cast<int>(program->inputs.size()));
+      program->inputs.push_back(input);
+      step.inputs.push_back(source);
+      return static_cast<int>(program->inputs.size()) - 1;
+    };
+    emit = [&](size_t m, bool recompute) {
       const ir::Operation& op = *block.ops[m];
       step.ops.push_back(&op);
       FusedProgram::Node node;
@@ -786,41 +896,17 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
           node.kind = FusedProgram::Kind::Copy;
           break;
       }
-      for (const ir::Value* v : op.operands) {
-        auto it = number.find(v);
-        if (it == number.end()) {
-          FusedProgram::Input input;
-          input.dtype = v->type.dtype;
-          input.shape = v->type.shape;
-          const ir::Value* source = v;
-          auto def = defined_by.find(v);
-          // A broadcast outside every group, or the expand node of another group, is read
-          // through a view of its source.
-          if (def != defined_by.end() && view[def->second] &&
-              (group_of[def->second] < 0 || role[def->second] == Role::Expand)) {
-            input.full = false;
-            input.view = *view[def->second];
-            source = block.ops[def->second]->operands[0];
-          } else if (v->type.rank() == 0 && role[m] == Role::Reduce) {
-            input.full = false;  // the init value, read as a per-row broadcast
-          }
-          // Row-level values have the group's size; the rest are per row.
-          input.per_row = v->type.num_elements() != size;
-          it = number.emplace(v, static_cast<int>(program->inputs.size())).first;
-          program->inputs.push_back(input);
-          step.inputs.push_back(source);
-        }
-        node.args.push_back(it->second);
-      }
+      for (const ir::Value* v : op.operands) node.args.push_back(arg_of(v, m));
       const ir::Value* result = op.result(0);
       const auto& us = users[result];
-      // Other groups read an expand node through its source.
+      // Other groups read an expand node through its source, and some recompute a value.
       const bool expand = role[m] == Role::Expand;
-      const bool used_after =
-          expand_sources.count(result) > 0 || std::any_of(us.begin(), us.end(), [&](size_t u) {
-            return u == kAfter ||
-                   (group_of[u] != static_cast<int>(g) && !(expand && group_of[u] >= 0));
-          });
+      const bool used_after = !recompute && (expand_sources.count(result) > 0 ||
+                                             std::any_of(us.begin(), us.end(), [&](size_t u) {
+                                               if (u == kAfter || group_of[u] < 0) return true;
+                                               return group_of[u] != static_cast<int>(g) &&
+                                                      !expand && !recomputed[group_of[u]].count(m);
+                                             }));
       if (used_after) {
         node.output = static_cast<int>(step.outputs.size());
         step.outputs.push_back(result);
@@ -828,7 +914,8 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
       }
       number[result] = -static_cast<int>(program->nodes.size()) - 1;
       program->nodes.push_back(std::move(node));
-    }
+    };
+    for (size_t m : members) emit(m, false);
     const int num_inputs = static_cast<int>(program->inputs.size());
     program->last_reader.assign(num_inputs, -1);
     for (size_t k = 0; k < program->nodes.size(); ++k)
@@ -839,6 +926,9 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     assign_slots(*program);
     step.where = block.ops[members[0]]->where() + " (fused with " +
                  std::to_string(members.size() - 1) + " following ops" +
+                 (recomputed[g].empty()
+                      ? ""
+                      : ", recomputing " + std::to_string(recomputed[g].size()) + " more") +
                  (run.row_length > 1 ? ", rows of " + std::to_string(run.row_length) : "") + ")";
     step.kernel = fused_kernel(program, step.where);
     for (size_t k = 0; k + 1 < members.size(); ++k) plan.absorbed[members[k]] = true;
