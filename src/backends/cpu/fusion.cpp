@@ -102,17 +102,24 @@ CUJAX_TILE_LOOP void select_tile(const void* const* in, void* out, int64_t n) {
   }
 }
 
-// Row reductions of f32: out[r] folds in[r * len, (r + 1) * len) in order from *init, eight rows
-// at a time, exactly as the reduce kernel's contiguous-row path does (so the sums are the same
-// bits); the eight chains of dependent operations overlap instead of waiting on each other.
+// Row reductions of f32: out[r] folds in[r * len, (r + 1) * len) in order from *init, exactly as
+// the reduce kernel's contiguous-row path does (so the sums are the same bits).
 using RowReduceFn = void (*)(const float* in, const float* init, float* out, int64_t rows,
                              int64_t len);
 
 struct ReduceAdd {
   float operator()(float a, float b) const { return a + b; }
+  template <class V>
+  static void fold(V& acc, const V& x) {
+    acc = acc + x;
+  }
 };
 struct ReduceMul {
   float operator()(float a, float b) const { return a * b; }
+  template <class V>
+  static void fold(V& acc, const V& x) {
+    acc = acc * x;
+  }
 };
 // IEEE-754 maximum and minimum as the reduce kernel computes them: NaN propagates, -0 < +0.
 struct ReduceMax {
@@ -134,6 +141,36 @@ struct ReduceMin {
   }
 };
 
+// Eight floats, and the 8 x 8 transpose that turns eight rows' next eight elements into eight
+// columns (element j of every row), in the unpack/shuffle/permute steps of an AVX transpose.
+using Floats8 = float __attribute__((vector_size(32)));
+using UnalignedFloats8 = float __attribute__((vector_size(32), aligned(4)));
+using Lanes8 = int32_t __attribute__((vector_size(32)));
+
+inline void transpose8(Floats8 (&v)[8]) {
+  const Lanes8 lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
+  const Lanes8 even = {0, 1, 8, 9, 4, 5, 12, 13}, odd = {2, 3, 10, 11, 6, 7, 14, 15};
+  const Lanes8 low = {0, 1, 2, 3, 8, 9, 10, 11}, high = {4, 5, 6, 7, 12, 13, 14, 15};
+  Floats8 t[8], u[8];
+  for (int k = 0; k < 4; ++k) {
+    t[2 * k] = __builtin_shuffle(v[2 * k], v[2 * k + 1], lo);
+    t[2 * k + 1] = __builtin_shuffle(v[2 * k], v[2 * k + 1], hi);
+  }
+  for (int k = 0; k < 2; ++k)
+    for (int h = 0; h < 2; ++h) {
+      u[4 * k + 2 * h] = __builtin_shuffle(t[4 * k + h], t[4 * k + h + 2], even);
+      u[4 * k + 2 * h + 1] = __builtin_shuffle(t[4 * k + h], t[4 * k + h + 2], odd);
+    }
+  for (int j = 0; j < 4; ++j) {
+    v[j] = __builtin_shuffle(u[j], u[j + 4], low);
+    v[j + 4] = __builtin_shuffle(u[j], u[j + 4], high);
+  }
+}
+
+// Folds eight rows at once, lane r of one vector accumulating row r: each block of eight
+// elements per row is transposed into eight columns, which are folded in order, so every row
+// still folds its elements in ascending order (the same bits) with one vector operation per
+// column instead of eight scalar ones.
 template <class Op>
 CUJAX_TILE_LOOP void reduce_rows(const float* in, const float* init, float* out, int64_t rows,
                                  int64_t len) {
@@ -141,15 +178,27 @@ CUJAX_TILE_LOOP void reduce_rows(const float* in, const float* init, float* out,
   for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
     const int64_t count = std::min(kRows, rows - r0);
     const float* q[kRows];
-    float acc[kRows];
+    Floats8 acc;
     for (int64_t r = 0; r < kRows; ++r) {
       // A short last group repeats its last row rather than branching in the loop.
       q[r] = in + (r0 + std::min(r, count - 1)) * len;
       acc[r] = *init;
     }
-    for (int64_t i = 0; i < len; ++i)
-      for (int64_t r = 0; r < kRows; ++r) acc[r] = Op{}(acc[r], q[r][i]);
-    for (int64_t r = 0; r < count; ++r) out[r0 + r] = acc[r];
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+      Floats8 v[8];
+#pragma GCC unroll 8
+      for (int64_t r = 0; r < kRows; ++r)
+        v[r] = *reinterpret_cast<const UnalignedFloats8*>(q[r] + i);
+      transpose8(v);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) Op::fold(acc, v[j]);
+    }
+    float tail[kRows];
+    for (int64_t r = 0; r < kRows; ++r) tail[r] = acc[r];
+    for (; i < len; ++i)
+      for (int64_t r = 0; r < kRows; ++r) tail[r] = Op{}(tail[r], q[r][i]);
+    for (int64_t r = 0; r < count; ++r) out[r0 + r] = tail[r];
   }
 }
 
