@@ -612,6 +612,8 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
   constexpr size_t kMaxRecomputed = 24;  // ops one value may take
   std::vector<std::unordered_set<size_t>> recomputed(runs.size());
   std::unordered_set<const ir::Value*> expand_sources;
+  // What recomputations read: their groups write these out even when no op outside reads them.
+  std::unordered_set<const ir::Value*> recomputation_leaves;
   for (size_t g = 0; g < runs.size(); ++g) {
     std::unordered_set<const ir::Value*> reads_full;  // full-size tensors the group reads
     std::vector<const ir::Value*> candidates;
@@ -667,6 +669,7 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
         continue;
       }
       reads_full.insert(leaves.begin(), leaves.end());
+      recomputation_leaves.insert(leaves.begin(), leaves.end());
       for (size_t e : cone) {
         recomputed[g].insert(e);
         for (const ir::Value* w : block.ops[e]->operands) {
@@ -760,6 +763,7 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
       // Other groups read an expand node through its source, and some recompute a value.
       const bool expand = role[m] == Role::Expand;
       const bool used_after = !recompute && (expand_sources.count(result) > 0 ||
+                                             recomputation_leaves.count(result) > 0 ||
                                              std::any_of(us.begin(), us.end(), [&](size_t u) {
                                                if (u == kAfter || group_of[u] < 0) return true;
                                                return group_of[u] != static_cast<int>(g) &&
