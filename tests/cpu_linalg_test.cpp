@@ -405,6 +405,29 @@ TEST(CpuDotGeneral, LargeF32MatchesDouble) {
   for (int64_t i = 0; i < got.size(); ++i) ASSERT_NEAR(get(got, i), want[i], 2e-4) << i;
 }
 
+// The shapes of a training step's large products, each split over threads its own way: a
+// weight gradient (few rows, contracting the leading dimensions: blocks of columns), a product
+// with more rows than columns (blocks of rows), and attention's batches of products read in
+// the (batch, seq, heads, head_dim) layout (whole products per thread).
+TEST(CpuDotGeneral, TrainingStepShapesMatchDouble) {
+  std::mt19937 rng(6);
+  const std::vector<DotCase> cases = {
+      {{8, 64, 24}, {8, 64, 96}, {}, {}, {0, 1}, {0, 1}},
+      {{300, 72}, {72, 40}, {}, {}, {1}, {0}},
+      {{2, 40, 4, 16}, {2, 48, 4, 16}, {0, 2}, {0, 2}, {3}, {3}},
+      {{2, 4, 80, 96}, {2, 96, 4, 40}, {0, 1}, {0, 2}, {3}, {1}},
+  };
+  for (const DotCase& c : cases) {
+    auto l = random_tensor(DType::F32, c.lhs, rng, uniform);
+    auto r = random_tensor(DType::F32, c.rhs, rng, uniform);
+    const auto want = naive_dot(c, l, r);
+    auto got = run_dot(c, l, r, DType::F32);
+    ASSERT_EQ(got.shape(), dot_result_shape(c));
+    for (int64_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(get(got, i), want[i], 1e-4 * (1 + std::abs(want[i]))) << i;
+  }
+}
+
 TEST(CpuDot, LegacyDotMatrixVector) {
   auto l = HostTensor::from_vector<int32_t>({1, -2, 3, 4, 5, -6}, {2, 3});
   auto r = HostTensor::from_vector<int32_t>({1, 2, 3}, {3});

@@ -4,6 +4,7 @@
 // threads, NaN and signed zeros, predicates, and element types the fuser leaves alone.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -91,6 +92,50 @@ TEST(CpuRowFusion, NanInfAndSignedZeros) {
   for (int k = 0; k < 5; ++k) d[10 + k] = -inf;
   d[17] = inf;
   expect_bit_identical(run(text, {x}, true), run(text, {x}, false));
+}
+
+// Maximum and minimum rows fold without branches unless a row holds a NaN: each result must be
+// the row's extreme in IEEE order (-0 < +0) or, with NaNs, the first NaN of the row with its
+// payload, as a fold in order gives; rows of 40 span several vector widths and a remainder.
+TEST(CpuRowFusion, MaxAndMinRowsKeepFirstNanAndSignedZeros) {
+  const std::string text = R"(
+func.func public @main(%x: tensor<16x40xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %pinf = stablehlo.constant dense<0x7F800000> : tensor<f32>
+  %y = stablehlo.negate %x : tensor<16x40xf32>
+  %mx = stablehlo.reduce(%y init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<16x40xf32>, tensor<f32>) -> tensor<16xf32>
+  %mn = stablehlo.reduce(%y init: %pinf) applies stablehlo.minimum across dimensions = [1] : (tensor<16x40xf32>, tensor<f32>) -> tensor<16xf32>
+  return %mx, %mn : tensor<16xf32>, tensor<16xf32>
+}
+)";
+  ASSERT_EQ(plan_of(text).steps.size(), 1u);
+  HostTensor x = random_f32({16, 40}, 11);
+  float* d = x.data_as<float>();
+  auto nan_with = [](uint32_t payload) { return std::bit_cast<float>(0x7fc00000u | payload); };
+  d[1 * 40 + 7] = nan_with(5);  // two NaNs: the first one's payload wins
+  d[1 * 40 + 30] = nan_with(9);
+  d[2 * 40 + 39] = nan_with(3);  // in the remainder of the vector loop
+  for (int k = 0; k < 40; ++k) d[3 * 40 + k] = k % 3 ? 0.0f : -0.0f;  // only zeros
+  for (int k = 0; k < 40; ++k) d[4 * 40 + k] = -0.0f;
+  const auto fused = run(text, {x}, true);
+  expect_bit_identical(fused, run(text, {x}, false));
+  // The reference: a fold in order over the negated row, as the spec defines the reduce.
+  auto fold = [&](int row, bool max) {
+    float acc =
+        max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+    for (int k = 0; k < 40; ++k) {
+      const float v = -d[row * 40 + k];
+      if (std::isnan(acc)) break;
+      if (std::isnan(v) || (max ? v > acc : v < acc) ||
+          (v == acc && std::signbit(v) != std::signbit(acc) && std::signbit(v) != max))
+        acc = v;
+    }
+    return std::bit_cast<uint32_t>(acc);
+  };
+  for (int r = 0; r < 16; ++r) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(fused[0].data_as<float>()[r]), fold(r, true)) << r;
+    EXPECT_EQ(std::bit_cast<uint32_t>(fused[1].data_as<float>()[r]), fold(r, false)) << r;
+  }
 }
 
 // nnx::LayerNorm: mean and mean of squares with keepdims (a reshape to [..., 1]), the variance
@@ -200,7 +245,8 @@ func.func public @main(%z: $X, %label: tensor<17xi32>) -> (tensor<17xf32>, tenso
 }
 
 // A broadcast back along the rows computed inside one fused step and read again by a later one:
-// the later step reads the broadcast's result, which the first step writes out.
+// the first step writes out the per-row source, not the broadcast, and the later step reads it
+// through a view.
 TEST(CpuRowFusion, ExpandReadByALaterStep) {
   const std::string text = R"(
 func.func public @main(%x: tensor<24x40xf32>) -> tensor<24x40xf32> {
@@ -215,9 +261,13 @@ func.func public @main(%x: tensor<24x40xf32>) -> tensor<24x40xf32> {
   return %w2 : tensor<24x40xf32>
 }
 )";
-  const cpu::FusionPlan plan = plan_of(text);
+  auto module = ir::parse_module(text);  // kept alive: the plan points into it
+  const ir::Block& block = module->lookup("main")->body.front();
+  const cpu::FusionPlan plan = cpu::plan_fusion(block, block.ops.size() - 1);
   ASSERT_EQ(plan.steps.size(), 2u);
-  EXPECT_EQ(plan.steps[0].outputs.size(), 2u);  // %mb and %d
+  ASSERT_EQ(plan.steps[0].outputs.size(), 2u);  // %m and %d
+  EXPECT_EQ(plan.steps[0].outputs[0]->type.shape, (Shape{24}));
+  EXPECT_EQ(plan.steps[1].inputs.size(), 2u);  // %back and %m
   const std::vector<HostTensor> args = {random_f32({24, 40}, 10)};
   expect_bit_identical(run(text, args, true), run(text, args, false));
 }

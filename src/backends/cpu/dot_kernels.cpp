@@ -36,6 +36,8 @@ namespace {
 
 constexpr int64_t kCopyGrain = 1 << 15;       // elements per parallel chunk of a copy
 constexpr int64_t kGemmGrainFlops = 1 << 16;  // multiply-adds per parallel chunk of a GEMM
+constexpr int64_t kGemmBlocksPerThread = 2;   // blocks of a large BLAS product per thread
+constexpr int64_t kGemmMinBlock = 16;         // rows or columns of one block, at least
 constexpr int64_t kBlasMinFlops = 1 << 12;    // smaller batched products skip CBLAS
 // Products up to this size run on one thread, so batches of them are spread over our threads.
 constexpr int64_t kBlasSingleThreadFlops = 1 << 18;
@@ -325,24 +327,36 @@ void matmul(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, bool ta, c
     }
   }
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
-    // Row blocks of C on our threads: rows m0.. of op(A) start at column m0 of a transposed A.
-    auto rows = [&](int64_t m0, int64_t m1) {
+    // The block [m0, m1) x [n0, n1) of C: rows m0.. of op(A) start at column m0 of a transposed
+    // A, columns n0.. of op(B) at row n0 of a transposed B.
+    auto block = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
       const A* am = ta ? a + m0 : a + m0 * lda;
+      const A* bn = tb ? b + n0 * ldb : b + n0;
       if constexpr (std::is_same_v<A, float>)
         cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m1 - m0),
-                    static_cast<int>(N), static_cast<int>(K), 1.0f, am, static_cast<int>(lda), b,
-                    static_cast<int>(ldb), 0.0f, c + m0 * ldc, static_cast<int>(ldc));
+                    static_cast<int>(n1 - n0), static_cast<int>(K), 1.0f, am, static_cast<int>(lda),
+                    bn, static_cast<int>(ldb), 0.0f, c + m0 * ldc + n0, static_cast<int>(ldc));
       else
         cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m1 - m0),
-                    static_cast<int>(N), static_cast<int>(K), 1.0, am, static_cast<int>(lda), b,
-                    static_cast<int>(ldb), 0.0, c + m0 * ldc, static_cast<int>(ldc));
+                    static_cast<int>(n1 - n0), static_cast<int>(K), 1.0, am, static_cast<int>(lda),
+                    bn, static_cast<int>(ldb), 0.0, c + m0 * ldc + n0, static_cast<int>(ldc));
     };
     if (M * N * K <= kBlasSingleThreadFlops) {
-      rows(0, M);
-    } else {
-      // Blocks of at least 16 rows keep OpenBLAS's kernels efficient.
-      parallel_for(M, std::max<int64_t>(16, kGemmGrainFlops / std::max<int64_t>(1, N * K)), rows);
+      block(0, M, 0, N);
+      return;
     }
+    // A few blocks per thread (so one that starts late takes fewer), split along the dimension
+    // whose blocks repack less: OpenBLAS packs the whole shared operand for every block, op(B)
+    // (K x N) for a block of rows and op(A) (M x K) for a block of columns. Blocks of rows of a
+    // weight gradient (M = 128, K = 2048) repacked all of op(B) eight times.
+    const int64_t split = M >= N ? M : N;
+    const int64_t blocks = std::min<int64_t>(kGemmBlocksPerThread * num_threads(),
+                                             std::max<int64_t>(1, split / kGemmMinBlock));
+    const int64_t per = (split + blocks - 1) / blocks;
+    if (M >= N)
+      parallel_for(M, per, [&](int64_t m0, int64_t m1) { block(m0, m1, 0, N); });
+    else
+      parallel_for(N, per, [&](int64_t n0, int64_t n1) { block(0, M, n0, n1); });
   } else {
     (void)ta;
     (void)tb;
@@ -356,22 +370,74 @@ constexpr bool fits_blas_int(int64_t v) {
 
 // ------------------------------------------------------------------ dot_general
 
+// An operand the GEMM reads where it is stored: batch element i is the matrix at offsets[i]
+// with rows ld apart and contiguous columns (or, when trans, its transpose). The batch may
+// sit between the rows and the columns, as attention's (batch, seq, heads, head_dim) does.
+struct InPlace {
+  bool ok = false, trans = false;
+  int64_t ld = 1;
+  std::vector<int64_t> offsets;
+};
+
 struct DotPlan {
   DType lhs_dtype, rhs_dtype, out_dtype;
   Shape out_shape;
   AccKind acc;
   int64_t B = 1, M = 1, N = 1, K = 1;
   View lhs_view, rhs_view;  // into [B, M, K] and [B, K, N]
-  // The operand as stored can be passed to the GEMM (when its dtype is the accumulator's).
-  bool lhs_direct = false, lhs_trans = false;
-  bool rhs_direct = false, rhs_trans = false;
+  // How the GEMM reads an operand as stored (when its dtype is the accumulator's).
+  InPlace lhs_place, rhs_place;
   bool blas_ok = true;  // every extent fits CBLAS's int
 };
 
-bool is_iota(const std::vector<int64_t>& v) {
-  for (size_t i = 0; i < v.size(); ++i)
-    if (v[i] != static_cast<int64_t>(i)) return false;
-  return true;
+// The stride of `dims` read as one index in order (the last fastest), 0 when all have size 1,
+// -1 when they do not merge; `extent` is their product.
+int64_t merged_stride(const Shape& shape, const std::vector<int64_t>& strides,
+                      const std::vector<int64_t>& dims, int64_t& extent) {
+  int64_t stride = 0, expected = 0;
+  extent = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    const int64_t d = dims[i];
+    if (shape[d] == 1) continue;
+    if (stride == 0)
+      stride = strides[d];
+    else if (strides[d] != expected)
+      return -1;
+    expected = strides[d] * shape[d];
+    extent *= shape[d];
+  }
+  return stride;
+}
+
+// `rows` and `cols` are the operand's dimensions that make op(X)'s rows and columns, in order.
+InPlace in_place(const Shape& shape, const std::vector<int64_t>& batch,
+                 const std::vector<int64_t>& rows, const std::vector<int64_t>& cols) {
+  const std::vector<int64_t> st = row_major_strides(shape);
+  int64_t nr = 1, nc = 1;
+  const int64_t rs = merged_stride(shape, st, rows, nr), cs = merged_stride(shape, st, cols, nc);
+  InPlace p;
+  if (rs < 0 || cs < 0) return p;
+  if (cs <= 1 && (nr == 1 || rs >= nc)) {
+    p.ok = true;
+    p.ld = nr == 1 ? std::max<int64_t>(1, nc) : rs;
+  } else if (rs <= 1 && (nc == 1 || cs >= nr)) {
+    p.ok = p.trans = true;
+    p.ld = nc == 1 ? std::max<int64_t>(1, nr) : cs;
+  } else {
+    return p;
+  }
+  int64_t count = 1;
+  for (int64_t d : batch) count *= shape[d];
+  p.offsets.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rem = i, off = 0;
+    for (size_t j = batch.size(); j-- > 0;) {
+      off += (rem % shape[batch[j]]) * st[batch[j]];
+      rem /= shape[batch[j]];
+    }
+    p.offsets[static_cast<size_t>(i)] = off;
+  }
+  return p;
 }
 
 std::vector<int64_t> concat(std::initializer_list<const std::vector<int64_t>*> parts) {
@@ -402,11 +468,13 @@ std::vector<HostTensor> run_dot(const DotPlan& p, const HostTensor& lhs, const H
   const A* a;
   bool ta = false;
   int64_t lda = K;
+  const int64_t* a_at = nullptr;  // per batch element, when read in place
   std::unique_ptr<A[]> abuf;
-  if (blas && p.lhs_direct && lhs.dtype() == dtype_of<A>()) {
+  if (blas && p.lhs_place.ok && lhs.dtype() == dtype_of<A>()) {
     a = lhs.data_as<A>();
-    ta = p.lhs_trans;
-    lda = ta ? M : K;
+    ta = p.lhs_place.trans;
+    lda = p.lhs_place.ld;
+    a_at = p.lhs_place.offsets.data();
   } else if (lhs.dtype() == dtype_of<A>() && p.lhs_view.contiguous() && p.lhs_view.offset == 0) {
     a = lhs.data_as<A>();
   } else {
@@ -417,11 +485,13 @@ std::vector<HostTensor> run_dot(const DotPlan& p, const HostTensor& lhs, const H
   const A* b;
   bool tb = false;
   int64_t ldb = N;
+  const int64_t* b_at = nullptr;
   std::unique_ptr<A[]> bbuf;
-  if (blas && p.rhs_direct && rhs.dtype() == dtype_of<A>()) {
+  if (blas && p.rhs_place.ok && rhs.dtype() == dtype_of<A>()) {
     b = rhs.data_as<A>();
-    tb = p.rhs_trans;
-    ldb = tb ? K : N;
+    tb = p.rhs_place.trans;
+    ldb = p.rhs_place.ld;
+    b_at = p.rhs_place.offsets.data();
   } else if (rhs.dtype() == dtype_of<A>() && p.rhs_view.contiguous() && p.rhs_view.offset == 0) {
     b = rhs.data_as<A>();
   } else {
@@ -439,14 +509,20 @@ std::vector<HostTensor> run_dot(const DotPlan& p, const HostTensor& lhs, const H
   }
 
   const int64_t grain = std::max<int64_t>(1, kGemmGrainFlops / std::max<int64_t>(1, M * N * K));
-  if (blas && B > 1 && M * N * K <= kBlasSingleThreadFlops) {
+  // Batches of small products, or enough products to keep every thread busy (attention's 64
+  // of 128 x 32 x 128 per layer), spread whole products over the threads.
+  const bool by_product =
+      B > 1 && (M * N * K <= kBlasSingleThreadFlops || B >= kGemmBlocksPerThread * num_threads());
+  auto product = [&](int64_t i) {
+    matmul<A>(M, N, K, a + (a_at ? a_at[i] : i * M * K), lda, ta, b + (b_at ? b_at[i] : i * K * N),
+              ldb, tb, c + i * M * N, N);
+  };
+  if (blas && by_product) {
     parallel_for(B, grain, [&](int64_t b0, int64_t b1) {
-      for (int64_t i = b0; i < b1; ++i)
-        matmul<A>(M, N, K, a + i * M * K, lda, ta, b + i * K * N, ldb, tb, c + i * M * N, N);
+      for (int64_t i = b0; i < b1; ++i) product(i);
     });
   } else if (blas) {
-    for (int64_t i = 0; i < B; ++i)
-      matmul<A>(M, N, K, a + i * M * K, lda, ta, b + i * K * N, ldb, tb, c + i * M * N, N);
+    for (int64_t i = 0; i < B; ++i) product(i);
   } else if (B > 1) {
     // Many small products: several per task.
     parallel_for(B, grain, [&](int64_t b0, int64_t b1) {
@@ -540,17 +616,12 @@ Kernel dot_kernel_for(const ir::Operation& op, const DotDims& dims) {
       lc.push_back(dims.lc[i]);
       rc.push_back(dims.rc[i]);
     }
-    const bool l_n = is_iota(concat({&dims.lb, &lf, &lc})),
-               l_t = is_iota(concat({&dims.lb, &lc, &lf}));
-    const bool r_n = is_iota(concat({&dims.rb, &rc, &rf})),
-               r_t = is_iota(concat({&dims.rb, &rf, &rc}));
-    const int score = (l_n || l_t) + (r_n || r_t);
+    InPlace lp = in_place(lt.shape, dims.lb, lf, lc), rp = in_place(rt.shape, dims.rb, rc, rf);
+    const int score = lp.ok + rp.ok;
     if (score > best_score) {
       best_score = score;
-      p->lhs_direct = l_n || l_t;
-      p->lhs_trans = !l_n && l_t;
-      p->rhs_direct = r_n || r_t;
-      p->rhs_trans = !r_n && r_t;
+      p->lhs_place = std::move(lp);
+      p->rhs_place = std::move(rp);
       p->lhs_view = View::permuted(lt.shape, concat({&dims.lb, &lf, &lc}));
       p->rhs_view = View::permuted(rt.shape, concat({&dims.rb, &rc, &rf}));
     }

@@ -2,140 +2,30 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backends/cpu/elementwise_ops.h"
+#include "backends/cpu/fusion_tiles.h"
 #include "backends/cpu/parallel.h"
 
 namespace cujax::cpu {
 
 namespace {
 
+using namespace tiles;
+
 // Elements per tile: a few tiles of f32 fit in L1 together.
 constexpr int64_t kTile = 1024;
 // Elements per parallel task, as the per-op kernels use.
 constexpr int64_t kGrain = int64_t{1} << 15;
 constexpr int64_t kGrainPrecise = int64_t{1} << 11;
-
-// The tile loops are also built for AVX2 and picked at load time: wider vectors for the
-// polynomial exp and tanh and for the arithmetic. fusion.cpp is compiled with
-// -ffp-contract=off, so both builds round every operation alike and give identical bits.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CUJAX_TILE_LOOP __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define CUJAX_TILE_LOOP
-#endif
-
-// out[0, n) = f(in[0][0, n), in[1][0, n), ...).
-using TileFn = void (*)(const void* const* in, void* out, int64_t n);
-
-struct TileOp {
-  TileFn fn = nullptr;
-  size_t arity = 0;
-  bool precise = false;
-};
-
-// No __restrict: a group's output may be written into the memory of an input it reads (a
-// donated or dead operand's), element for element.
-template <class F, class T>
-CUJAX_TILE_LOOP void unary_tile(const void* const* in, void* out, int64_t n) {
-  const T* a = static_cast<const T*>(in[0]);
-  T* o = static_cast<T*>(out);
-  for (int64_t i = 0; i < n; ++i) o[i] = ew::apply(F{}, a[i]);
-}
-
-template <class F, class T>
-CUJAX_TILE_LOOP void binary_tile(const void* const* in, void* out, int64_t n) {
-  const T* a = static_cast<const T*>(in[0]);
-  const T* b = static_cast<const T*>(in[1]);
-  T* o = static_cast<T*>(out);
-  for (int64_t i = 0; i < n; ++i) o[i] = ew::apply(F{}, a[i], b[i]);
-}
-
-template <ew::CompareDirection D>
-CUJAX_TILE_LOOP void compare_tile(const void* const* in, void* out, int64_t n) {
-  const float* a = static_cast<const float*>(in[0]);
-  const float* b = static_cast<const float*>(in[1]);
-  bool* o = static_cast<bool*>(out);
-  for (int64_t i = 0; i < n; ++i) o[i] = ew::Compare<D>{}(a[i], b[i]);
-}
-
-template <class To, class From>
-CUJAX_TILE_LOOP void convert_tile(const void* const* in, void* out, int64_t n) {
-  const From* a = static_cast<const From*>(in[0]);
-  To* o = static_cast<To*>(out);
-  for (int64_t i = 0; i < n; ++i) o[i] = ew::convert<To>(a[i]);
-}
-
-template <class T>
-CUJAX_TILE_LOOP void select_tile(const void* const* in, void* out, int64_t n) {
-  // Bytes, not bool, and both sides loaded before the choice: the vectorizer has no vector type
-  // for bool, and `p[i] ? t[i] : f[i]` loads one side conditionally; either kept it scalar.
-  using E = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
-  const uint8_t* p = static_cast<const uint8_t*>(in[0]);
-  const E* t = static_cast<const E*>(in[1]);
-  const E* f = static_cast<const E*>(in[2]);
-  E* o = static_cast<E*>(out);
-  for (int64_t i = 0; i < n; ++i) {
-    const E a = t[i], b = f[i];
-    o[i] = p[i] != 0 ? a : b;
-  }
-}
-
-// Row reductions of f32: out[r] folds in[r * len, (r + 1) * len) in order from *init, eight rows
-// at a time, exactly as the reduce kernel's contiguous-row path does (so the sums are the same
-// bits); the eight chains of dependent operations overlap instead of waiting on each other.
-using RowReduceFn = void (*)(const float* in, const float* init, float* out, int64_t rows,
-                             int64_t len);
-
-struct ReduceAdd {
-  float operator()(float a, float b) const { return a + b; }
-};
-struct ReduceMul {
-  float operator()(float a, float b) const { return a * b; }
-};
-// IEEE-754 maximum and minimum as the reduce kernel computes them: NaN propagates, -0 < +0.
-struct ReduceMax {
-  float operator()(float a, float b) const {
-    if (a != a) return a;
-    if (b != b) return b;
-    if (a > b) return a;
-    if (b > a) return b;
-    return std::signbit(a) ? b : a;
-  }
-};
-struct ReduceMin {
-  float operator()(float a, float b) const {
-    if (a != a) return a;
-    if (b != b) return b;
-    if (a < b) return a;
-    if (b < a) return b;
-    return std::signbit(a) ? a : b;
-  }
-};
-
-template <class Op>
-CUJAX_TILE_LOOP void reduce_rows(const float* in, const float* init, float* out, int64_t rows,
-                                 int64_t len) {
-  constexpr int64_t kRows = 8;
-  for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
-    const int64_t count = std::min(kRows, rows - r0);
-    const float* q[kRows];
-    float acc[kRows];
-    for (int64_t r = 0; r < kRows; ++r) {
-      // A short last group repeats its last row rather than branching in the loop.
-      q[r] = in + (r0 + std::min(r, count - 1)) * len;
-      acc[r] = *init;
-    }
-    for (int64_t i = 0; i < len; ++i)
-      for (int64_t r = 0; r < kRows; ++r) acc[r] = Op{}(acc[r], q[r][i]);
-    for (int64_t r = 0; r < count; ++r) out[r0 + r] = acc[r];
-  }
-}
 
 // The tile functions of the same-type unary and binary ops, by element type.
 struct TileTable {
@@ -146,7 +36,9 @@ template <class F, size_t kArity>
 void add_tile_op(TileTable& t, const char* name) {
   auto fn_for = [](auto tag) -> TileFn {
     using T = typename decltype(tag)::type;
-    if constexpr (kArity == 1)
+    if constexpr (kArity == 1 && F::kPrecise)
+      return precise_unary_tile<F, T>;
+    else if constexpr (kArity == 1)
       return unary_tile<F, T>;
     else
       return binary_tile<F, T>;
@@ -289,9 +181,9 @@ std::optional<RowReduce> row_reduce(const ir::Operation& op) {
   else if (*body == "stablehlo.multiply")
     rr.fn = reduce_rows<ReduceMul>;
   else if (*body == "stablehlo.maximum")
-    rr.fn = reduce_rows<ReduceMax>;
+    rr.fn = extreme_rows<ReduceMax, true>;
   else if (*body == "stablehlo.minimum")
-    rr.fn = reduce_rows<ReduceMin>;
+    rr.fn = extreme_rows<ReduceMin, false>;
   else
     return std::nullopt;
   std::vector<bool> reduced(x.shape.size(), false);
@@ -705,6 +597,104 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     });
   }
 
+  // A broadcast outside every group, or the expand node of another group: read through a view
+  // of its source.
+  auto read_through_view = [&](size_t e) {
+    return view[e] && (group_of[e] < 0 || role[e] == Role::Expand);
+  };
+  // Recomputation instead of residuals: a group that reads a row-level element-wise value of an
+  // earlier group computes it again from that group's inputs, when that reads at most one
+  // full-size tensor the group does not read already (GELU's x * x and 1 + tanh(...) from the
+  // pre-activation and the tanh, a masked logit from the attention product). The earlier group
+  // then writes fewer tensors and the later one reads fewer; the functors are the same, so are
+  // the bits. exp, tanh and the other precise ops are read, not computed again: they cost more
+  // than a pass over memory.
+  constexpr size_t kMaxRecomputed = 24;  // ops one value may take
+  std::vector<std::unordered_set<size_t>> recomputed(runs.size());
+  std::unordered_set<const ir::Value*> expand_sources;
+  // What recomputations read: their groups write these out even when no op outside reads them.
+  std::unordered_set<const ir::Value*> recomputation_leaves;
+  for (size_t g = 0; g < runs.size(); ++g) {
+    std::unordered_set<const ir::Value*> reads_full;  // full-size tensors the group reads
+    std::vector<const ir::Value*> candidates;
+    for (size_t m : runs[g].members)
+      for (const ir::Value* v : block.ops[m]->operands) {
+        auto def = defined_by.find(v);
+        if (def == defined_by.end()) {
+          reads_full.insert(v);
+        } else if (group_of[def->second] != static_cast<int>(g) &&
+                   !read_through_view(def->second)) {
+          if (group_of[def->second] >= 0 && role[def->second] == Role::Map)
+            candidates.push_back(v);
+          else
+            reads_full.insert(v);
+        }
+      }
+    for (const ir::Value* v : candidates) {
+      const size_t d = defined_by.at(v);
+      if (recomputed[g].count(d)) continue;
+      if (tile[d]->precise) {  // exp, tanh, ...: cost more to compute again than to read
+        reads_full.insert(v);
+        continue;
+      }
+      const int g1 = group_of[d];
+      std::vector<size_t> cone, stack{d};
+      std::unordered_set<size_t> seen{d};
+      std::unordered_set<const ir::Value*> leaves;
+      bool ok = true;
+      while (ok && !stack.empty()) {
+        const size_t e = stack.back();
+        stack.pop_back();
+        cone.push_back(e);
+        for (const ir::Value* w : block.ops[e]->operands) {
+          auto wd = defined_by.find(w);
+          if (wd != defined_by.end() &&
+              (group_of[wd->second] == static_cast<int>(g) || read_through_view(wd->second)))
+            continue;  // read anyway, or a view: no full-size tensor
+          if (wd == defined_by.end() || group_of[wd->second] != g1 ||
+              (role[wd->second] == Role::Map && tile[wd->second]->precise)) {
+            leaves.insert(w);
+          } else if (role[wd->second] != Role::Map) {
+            ok = false;
+          } else if (seen.insert(wd->second).second) {
+            stack.push_back(wd->second);
+          }
+        }
+        ok = ok && cone.size() <= kMaxRecomputed;
+      }
+      const size_t added = std::count_if(leaves.begin(), leaves.end(),
+                                         [&](const ir::Value* w) { return !reads_full.count(w); });
+      if (!ok || added > 1) {
+        reads_full.insert(v);
+        continue;
+      }
+      reads_full.insert(leaves.begin(), leaves.end());
+      recomputation_leaves.insert(leaves.begin(), leaves.end());
+      for (size_t e : cone) {
+        recomputed[g].insert(e);
+        for (const ir::Value* w : block.ops[e]->operands) {
+          auto wd = defined_by.find(w);
+          if (wd != defined_by.end() && role[wd->second] == Role::Expand &&
+              group_of[wd->second] != static_cast<int>(g))
+            expand_sources.insert(block.ops[wd->second]->operands[0]);
+        }
+      }
+    }
+  }
+
+  // A broadcast back along the rows computed in one group (an expand node) and read by later
+  // groups: they read its per-row source through a view, which the first group writes out
+  // instead of the broadcast (softmax's row sums, read again by its gradient: 32 KiB instead of
+  // 4 MiB). Ops outside every group still read the broadcast itself.
+  for (size_t i = 0; i < num_ops; ++i) {
+    if (group_of[i] < 0 || role[i] != Role::Expand) continue;
+    const auto& us = users[block.ops[i]->result(0)];
+    if (std::any_of(us.begin(), us.end(), [&](size_t u) {
+          return u != kAfter && group_of[u] >= 0 && group_of[u] != group_of[i];
+        }))
+      expand_sources.insert(block.ops[i]->operands[0]);
+  }
+
   for (size_t g = 0; g < runs.size(); ++g) {
     const Run& run = runs[g];
     const std::vector<size_t>& members = run.members;
@@ -715,7 +705,35 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     FusedStep step;
     // Value number of an input (>= 0) or of node k (-(k + 1)) until the inputs are known.
     std::unordered_map<const ir::Value*, int> number;
-    for (size_t m : members) {
+    std::function<void(size_t, bool)> emit;
+    // The value number of operand `v` of op `m`, emitting the ops that recompute it first.
+    auto arg_of = [&](const ir::Value* v, size_t m) {
+      auto it = number.find(v);
+      if (it != number.end()) return it->second;
+      auto def = defined_by.find(v);
+      if (def != defined_by.end() && recomputed[g].count(def->second)) {
+        emit(def->second, true);
+        return number.at(v);
+      }
+      FusedProgram::Input input;
+      input.dtype = v->type.dtype;
+      input.shape = v->type.shape;
+      const ir::Value* source = v;
+      if (def != defined_by.end() && read_through_view(def->second)) {
+        input.full = false;
+        input.view = *view[def->second];
+        source = block.ops[def->second]->operands[0];
+      } else if (v->type.rank() == 0 && role[m] == Role::Reduce) {
+        input.full = false;  // the init value, read as a per-row broadcast
+      }
+      // Row-level values have the group's size; the rest are per row.
+      input.per_row = v->type.num_elements() != size;
+      number.emplace(v, static_cast<int>(program->inputs.size()));
+      program->inputs.push_back(input);
+      step.inputs.push_back(source);
+      return static_cast<int>(program->inputs.size()) - 1;
+    };
+    emit = [&](size_t m, bool recompute) {
       const ir::Operation& op = *block.ops[m];
       step.ops.push_back(&op);
       FusedProgram::Node node;
@@ -739,35 +757,18 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
           node.kind = FusedProgram::Kind::Copy;
           break;
       }
-      for (const ir::Value* v : op.operands) {
-        auto it = number.find(v);
-        if (it == number.end()) {
-          FusedProgram::Input input;
-          input.dtype = v->type.dtype;
-          input.shape = v->type.shape;
-          const ir::Value* source = v;
-          auto def = defined_by.find(v);
-          // A broadcast computed by another group (as its expand node) is a full input.
-          if (def != defined_by.end() && view[def->second] && group_of[def->second] < 0) {
-            input.full = false;
-            input.view = *view[def->second];
-            source = block.ops[def->second]->operands[0];
-          } else if (v->type.rank() == 0 && role[m] == Role::Reduce) {
-            input.full = false;  // the init value, read as a per-row broadcast
-          }
-          // Row-level values have the group's size; the rest are per row.
-          input.per_row = v->type.num_elements() != size;
-          it = number.emplace(v, static_cast<int>(program->inputs.size())).first;
-          program->inputs.push_back(input);
-          step.inputs.push_back(source);
-        }
-        node.args.push_back(it->second);
-      }
+      for (const ir::Value* v : op.operands) node.args.push_back(arg_of(v, m));
       const ir::Value* result = op.result(0);
       const auto& us = users[result];
-      const bool used_after = std::any_of(us.begin(), us.end(), [&](size_t u) {
-        return u == kAfter || group_of[u] != static_cast<int>(g);
-      });
+      // Other groups read an expand node through its source, and some recompute a value.
+      const bool expand = role[m] == Role::Expand;
+      const bool used_after = !recompute && (expand_sources.count(result) > 0 ||
+                                             recomputation_leaves.count(result) > 0 ||
+                                             std::any_of(us.begin(), us.end(), [&](size_t u) {
+                                               if (u == kAfter || group_of[u] < 0) return true;
+                                               return group_of[u] != static_cast<int>(g) &&
+                                                      !expand && !recomputed[group_of[u]].count(m);
+                                             }));
       if (used_after) {
         node.output = static_cast<int>(step.outputs.size());
         step.outputs.push_back(result);
@@ -775,7 +776,8 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
       }
       number[result] = -static_cast<int>(program->nodes.size()) - 1;
       program->nodes.push_back(std::move(node));
-    }
+    };
+    for (size_t m : members) emit(m, false);
     const int num_inputs = static_cast<int>(program->inputs.size());
     program->last_reader.assign(num_inputs, -1);
     for (size_t k = 0; k < program->nodes.size(); ++k)
@@ -786,6 +788,9 @@ FusionPlan plan_fusion(const ir::Block& block, size_t num_ops) {
     assign_slots(*program);
     step.where = block.ops[members[0]]->where() + " (fused with " +
                  std::to_string(members.size() - 1) + " following ops" +
+                 (recomputed[g].empty()
+                      ? ""
+                      : ", recomputing " + std::to_string(recomputed[g].size()) + " more") +
                  (run.row_length > 1 ? ", rows of " + std::to_string(run.row_length) : "") + ")";
     step.kernel = fused_kernel(program, step.where);
     for (size_t k = 0; k + 1 < members.size(); ++k) plan.absorbed[members[k]] = true;
