@@ -83,7 +83,9 @@ Array silu(const Array& x) {
 Array softmax(const Array& x, const std::vector<int64_t>& axes) {
   check_float("softmax", x);
   const auto ax = canonical("softmax", x, axes);
-  const Array m = expand_back(lax::reduce_max(x, ax), x, ax);
+  // The shift by the maximum only keeps exp in range; as in JAX it carries no gradient (the
+  // result does not depend on it), which saves the backward pass a pass through the maximum.
+  const Array m = lax::stop_gradient(expand_back(lax::reduce_max(x, ax), x, ax));
   const Array unnormalized = lax::exp(lax::sub(x, m));
   const Array total = expand_back(lax::reduce_sum(unnormalized, ax), x, ax);
   return lax::div(unnormalized, total);
@@ -96,7 +98,7 @@ Array softmax(const Array& x, int64_t axis) {
 Array log_softmax(const Array& x, const std::vector<int64_t>& axes) {
   check_float("log_softmax", x);
   const auto ax = canonical("log_softmax", x, axes);
-  const Array shifted = lax::sub(x, expand_back(lax::reduce_max(x, ax), x, ax));
+  const Array shifted = lax::sub(x, lax::stop_gradient(expand_back(lax::reduce_max(x, ax), x, ax)));
   const Array lse = lax::log(lax::reduce_sum(lax::exp(shifted), ax));
   return lax::sub(shifted, expand_back(lse, x, ax));
 }
