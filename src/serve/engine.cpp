@@ -10,6 +10,19 @@ namespace cujax::serve {
 
 namespace jnp = cujax::numpy;
 
+namespace {
+
+// The request each slot holds, by its serial (0: a free slot).
+template <class Slots>
+std::vector<uint64_t> held_requests(const Slots& slots) {
+  std::vector<uint64_t> serials(slots.size(), 0);
+  for (size_t b = 0; b < slots.size(); ++b)
+    if (slots[b].request) serials[b] = slots[b].serial;
+  return serials;
+}
+
+}  // namespace
+
 Engine::Engine(ServeSteps steps, int64_t max_queue)
     : steps_(std::move(steps)),
       max_batch_(steps_.max_batch),
@@ -102,8 +115,7 @@ Array Engine::dispatch_step(const Array& tokens, const std::vector<int32_t>& pos
   const int64_t B = max_batch_;
   // Each slot's seed, temperature, top_k and top_p change only when a request takes or leaves
   // it: the arrays are made again only then.
-  std::vector<uint64_t> serials(B, 0);
-  for (int64_t b = 0; b < B; ++b) serials[b] = slots_[b].request ? slots_[b].serial : 0;
+  const std::vector<uint64_t> serials = held_requests(slots_);
   if (serials != sampling_.serials || !sampling_.seeds.valid()) {
     std::vector<int32_t> seeds(B, 0), top_k(B, 0);
     std::vector<float> temps(B, 0.0f), top_p(B, 1.0f);
@@ -220,7 +232,7 @@ void Engine::loop() {
                        jnp::broadcast_to(jnp::reshape(first, Shape{1, 1}), Shape{rows, 1}), input);
       }
       pending = dispatch_step(input, positions);
-      for (size_t b = 0; b < B; ++b) stepped[b] = slots_[b].request ? slots_[b].serial : 0;
+      stepped = held_requests(slots_);
       std::vector<int32_t> first_tokens;
       for (const auto& [b, first] : firsts) first_tokens.push_back(first.to_vector<int32_t>()[0]);
       std::lock_guard lock(mutex_);
@@ -238,7 +250,7 @@ void Engine::loop() {
     if (active == 0) continue;
     if (!pending) {
       pending = dispatch_step_from_host();
-      for (size_t b = 0; b < B; ++b) stepped[b] = slots_[b].request ? slots_[b].serial : 0;
+      stepped = held_requests(slots_);
     }
     const Array next = std::move(*pending);
     pending.reset();
