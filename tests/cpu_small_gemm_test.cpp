@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/small_gemm.h"
@@ -74,12 +75,25 @@ TEST(CpuSmallGemm, LargeProductsSplitOverThreads) {
     for (int64_t M : {1, 5, 8}) check_direct(M, 1001, 301, tb, rng);
 }
 
+// Many rows go in tiles of up to 64 rows and 64 columns, eight rows at a time; the dot-product
+// form is transposed first. Heights, widths and depths off every tile and vector size.
+TEST(CpuSmallGemm, ManyRowsInTilesBothLayouts) {
+  std::mt19937 rng(5);
+  const int64_t shapes[][3] = {{17, 5, 9}, {150, 130, 70}, {333, 67, 129}, {2048, 64, 32}};
+  for (bool tb : {false, true})
+    for (const auto& s : shapes) check_direct(s[0], s[1], s[2], tb, rng);
+}
+
 // A slot's result must not depend on how many slots share the step: every row is summed in
 // the same order whatever M is, so batched decoding gives each sequence the bits it gets alone.
 TEST(CpuSmallGemm, EachRowIndependentOfRowCount) {
   std::mt19937 rng(11);
-  const int64_t M = cpu::kSmallGemmMaxRows, N = 300, K = 203;
-  for (bool tb : {false, true}) {
+  const int64_t N = 300, K = 203;
+  // Past kSmallGemmMaxRows the dot-product form is transposed first, so only the streaming form
+  // is compared with a single row there.
+  const std::pair<int64_t, bool> cases[] = {
+      {cpu::kSmallGemmMaxRows, false}, {cpu::kSmallGemmMaxRows, true}, {77, false}};
+  for (const auto& [M, tb] : cases) {
     const auto a = uniform_values(M * K, rng);
     const auto b = uniform_values(N * K, rng);
     const int64_t ldb = tb ? K : N;

@@ -1,6 +1,9 @@
 #include "cli/doctor.h"
 
+#include <cblas.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "backends/cuda/driver/doctor.h"
 #include "cli/args.h"
@@ -10,6 +13,19 @@
 #include "cujax/runtime/backend.h"
 
 namespace cujax::cli {
+
+namespace {
+
+// The OpenBLAS kernels the cpu backend's larger products run on: OpenBLAS picks them from the
+// CPU when it loads, unless OPENBLAS_CORETYPE names them.
+std::string blas_kernels_line() {
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  return std::string("cpu matrix products: ") + openblas_get_config() + "; " +
+         openblas_get_corename() + " kernels" +
+         (forced ? std::string(" (OPENBLAS_CORETYPE=") + forced + ")" : " (OpenBLAS's choice)");
+}
+
+}  // namespace
 
 int doctor_command(const std::vector<std::string>& argv) {
   const Args args({"doctor",
@@ -41,6 +57,7 @@ int doctor_command(const std::vector<std::string>& argv) {
   // CUJAX_PLATFORMS may keep a usable GPU out.
   bool ok = false;
   std::printf("%s\n", default_backend_line(ok).c_str());
+  std::printf("%s\n", blas_kernels_line().c_str());
   return 0;
 }
 

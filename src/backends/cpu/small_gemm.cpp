@@ -6,8 +6,12 @@
 // so the multiply-adds fuse, as BLAS's do.
 #include "backends/cpu/small_gemm.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "backends/cpu/parallel.h"
 
@@ -17,6 +21,12 @@ namespace {
 
 // Columns of C per parallel unit (a multiple of every block width below).
 constexpr int64_t kUnitCols = 64;
+// Rows one pass over a unit's weights keeps in registers (the kernels below take 1 to 8).
+constexpr int64_t kBlockRows = 8;
+// Rows per parallel unit when there are many: the unit's weights stay in L1 across its blocks.
+constexpr int64_t kUnitRows = 64;
+// Depth up to which a unit's weights (kUnitCols x K floats, 128 KiB) stay in L2 for many rows.
+constexpr int64_t kMaxDepthManyRows = 512;
 // Multiply-adds below which the product stays on the calling thread.
 constexpr int64_t kParallelMacs = int64_t{1} << 18;
 
@@ -165,13 +175,50 @@ ColsFn pick_cols() {
 
 const ColsFn kCols = pick_cols();
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+const bool kLoopsAvx512 = kCols == cols_avx512;
+#else
+const bool kLoopsAvx512 = false;
+#endif
+
+// Whether OpenBLAS runs its AVX-512 kernels: it picks them from the CPU when it loads, unless
+// OPENBLAS_CORETYPE names others.
+// B stored rows x cols (row stride ld) -> cols x rows, in square blocks that stay in L1.
+std::vector<float> transpose(int64_t rows, int64_t cols, const float* b, int64_t ld) {
+  constexpr int64_t kBlock = 16;
+  std::vector<float> t(static_cast<size_t>(rows * cols));
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+      for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
+        for (int64_t col = c0; col < std::min(cols, c0 + kBlock); ++col)
+          t[col * rows + r] = b[r * ld + col];
+  return t;
+}
+
+bool blas_has_avx512() {
+  static const bool avx512 = [] {
+    const std::string core = openblas_get_corename();
+    return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
+  }();
+  return avx512;
+}
+
 }  // namespace
 
-// Measured against OpenBLAS 0.3.21 on the 2-core AMD EPYC (Zen 4) VM, 2026-12-07: while B fits
-// in L2 both run at the FMA units' peak for M >= 3 and OpenBLAS is faster for M = 2, so the
-// streaming pays only once B spills from L2 (1-4x there); the dot-product form (tb) pays later.
+// Measured against OpenBLAS 0.3.21 on the 2-core AMD EPYC (Zen 5) VM, 2026-12-07. With OpenBLAS's
+// AVX-512 kernels (its own choice there) and B hot in L2, both run at the FMA units' peak for
+// M >= 3 and OpenBLAS is faster for M = 2, so the streaming pays only once B spills from L2;
+// the dot-product form (tb) pays later. Where OpenBLAS runs AVX2 kernels (OPENBLAS_CORETYPE=
+// Haswell, as the development machine sets it) and these loops AVX-512 ones, they win far more
+// often (docs/performance.md, "Products on OpenBLAS's AVX2 kernels"): 3-4x on every few-row
+// product of a decode or prefill step (M <= 16, weights cold as they are in a model's step),
+// and 1.4-1.6x on products with K <= 512 at any M (a training step's forward products and the
+// backward ones of its activations; the dot-product form, slower than OpenBLAS at many rows,
+// is transposed first).
 bool small_gemm_f32_pays(int64_t M, int64_t N, int64_t K, bool tb) {
-  if (M < 1 || M > kSmallGemmMaxRows) return false;
+  if (M < 1) return false;
+  if (kLoopsAvx512 && !blas_has_avx512()) return M <= kSmallGemmMaxRows || K <= kMaxDepthManyRows;
+  if (M > kSmallGemmFewRows) return false;
   const int64_t weights = N * K;
   if (tb) return weights >= (int64_t{1} << 20);
   return weights >= (int64_t{1} << 19) || (M >= 3 && weights >= (int64_t{1} << 18));
@@ -180,15 +227,41 @@ bool small_gemm_f32_pays(int64_t M, int64_t N, int64_t K, bool tb) {
 void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
                     int64_t ldb, bool tb, float* c, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
+  // Many rows against B stored N x K: the dot-product form reduces every column's sums across
+  // a vector, so B is transposed once (N x K floats, against M x N x K multiply-adds) and the
+  // rows take the streaming form.
+  std::vector<float> transposed;
+  if (tb && M > kSmallGemmMaxRows) {
+    transposed = transpose(N, K, b, ldb);
+    b = transposed.data();
+    ldb = N;
+    tb = false;
+  }
+  // A tile: rows [m0, m1) of columns [n0, n1), in blocks of kBlockRows rows, so the blocks after
+  // the first read the tile's weights from cache.
+  const auto tile = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    for (int64_t m = m0; m < m1; m += kBlockRows)
+      kCols(std::min(kBlockRows, m1 - m), n0, n1, K, a + m * lda, lda, b, ldb, tb, c + m * ldc,
+            ldc);
+  };
+  const int64_t col_units = (N + kUnitCols - 1) / kUnitCols;
+  const int64_t row_units = (M + kUnitRows - 1) / kUnitRows;
+  const auto units = [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t r = u / col_units, n = u % col_units;
+      tile(r * kUnitRows, std::min(M, (r + 1) * kUnitRows), n * kUnitCols,
+           std::min(N, (n + 1) * kUnitCols));
+    }
+  };
   if (M * N * K < kParallelMacs) {
-    kCols(M, 0, N, K, a, lda, b, ldb, tb, c, ldc);
+    if (M <= kBlockRows)
+      tile(0, M, 0, N);
+    else
+      units(0, row_units * col_units);
     return;
   }
-  const int64_t units = (N + kUnitCols - 1) / kUnitCols;
-  const int64_t grain = std::max<int64_t>(1, kParallelMacs / 2 / (M * K * kUnitCols));
-  parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
-    kCols(M, u0 * kUnitCols, std::min(N, u1 * kUnitCols), K, a, lda, b, ldb, tb, c, ldc);
-  });
+  const int64_t unit_macs = std::min(M, kUnitRows) * K * kUnitCols;
+  parallel_for(row_units * col_units, std::max<int64_t>(1, kParallelMacs / 2 / unit_macs), units);
 }
 
 }  // namespace cujax::cpu

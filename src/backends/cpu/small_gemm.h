@@ -1,20 +1,27 @@
-// Matrix products with few rows (M <= 8, the slots of a decode step): each weight is read once
-// for all rows, where OpenBLAS's small-matrix sgemm costs about M times its single-row time.
+// Matrix products read in register-blocked tiles of up to 8 rows: each weight of a tile's
+// columns is read once for all its rows, where OpenBLAS's small-matrix sgemm costs about M
+// times its single-row time. Used for the few rows of a decode or prefill step, and for
+// untransposed products of any height when OpenBLAS runs AVX2 kernels on an AVX-512 CPU.
 #pragma once
 
 #include <cstdint>
 
 namespace cujax::cpu {
 
-constexpr int64_t kSmallGemmMaxRows = 8;
+// Rows of a decode or prefill step's products that always take these loops where they are
+// AVX-512 and OpenBLAS's kernels are not, and (kSmallGemmFewRows) otherwise when the weights
+// spill from L2.
+constexpr int64_t kSmallGemmMaxRows = 16;
+constexpr int64_t kSmallGemmFewRows = 8;
 
-// Whether small_gemm_f32 beats cblas_sgemm for this shape (thresholds measured on the
-// development machine, docs/performance.md "batched decoding").
+// Whether small_gemm_f32 beats cblas_sgemm for this shape (measured on the development
+// machine, docs/performance.md "batched decoding" and "Products on OpenBLAS's AVX2 kernels").
 bool small_gemm_f32_pays(int64_t M, int64_t N, int64_t K, bool tb);
 
 // C[M, N] = A[M, K] * op(B) with A row-major (row stride lda) and B stored K x N (row stride
-// ldb) or, when tb, N x K. Requires 1 <= M <= kSmallGemmMaxRows; splits N over the backend's
-// threads when the product is large enough.
+// ldb) or, when tb, N x K. Each element sums its K products in ascending order, so a row's
+// result does not depend on M. Splits rows and columns over the backend's threads when the
+// product is large enough.
 void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
                     int64_t ldb, bool tb, float* c, int64_t ldc);
 
