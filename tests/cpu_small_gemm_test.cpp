@@ -26,14 +26,15 @@ std::vector<float> uniform_values(int64_t n, std::mt19937& rng) {
 }
 
 // C[m, n] = sum_k A[m, k] * B[k, n] (B[n, k] when tb) in double.
-std::vector<double> reference(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
+std::vector<double> reference(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, bool ta,
                               const float* b, int64_t ldb, bool tb) {
   std::vector<double> c(static_cast<size_t>(M * N), 0.0);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       double s = 0;
       for (int64_t k = 0; k < K; ++k)
-        s += static_cast<double>(a[m * lda + k]) * (tb ? b[n * ldb + k] : b[k * ldb + n]);
+        s += static_cast<double>(ta ? a[k * lda + m] : a[m * lda + k]) *
+             (tb ? b[n * ldb + k] : b[k * ldb + n]);
       c[m * N + n] = s;
     }
   return c;
@@ -44,16 +45,16 @@ double tolerance(int64_t K) {
   return 2.0 * static_cast<double>(K) * 1.2e-7 + 1e-7;
 }
 
-void check_direct(int64_t M, int64_t N, int64_t K, bool tb, std::mt19937& rng) {
+void check_direct(int64_t M, int64_t N, int64_t K, bool tb, std::mt19937& rng, bool ta = false) {
   SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-               (tb ? " B transposed" : ""));
+               (ta ? " A transposed" : "") + (tb ? " B transposed" : ""));
   // Padded strides: the kernel must read and write only the M x K, K x N and M x N parts.
-  const int64_t lda = K + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
-  const auto a = uniform_values(M * lda, rng);
+  const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+  const auto a = uniform_values((ta ? K : M) * lda, rng);
   const auto b = uniform_values((tb ? N : K) * ldb, rng);
   std::vector<float> c(static_cast<size_t>(M * ldc), -7.0f);
-  cpu::small_gemm_f32(M, N, K, a.data(), lda, b.data(), ldb, tb, c.data(), ldc);
-  const auto want = reference(M, N, K, a.data(), lda, b.data(), ldb, tb);
+  cpu::small_gemm_f32(M, N, K, a.data(), lda, ta, b.data(), ldb, tb, c.data(), ldc);
+  const auto want = reference(M, N, K, a.data(), lda, ta, b.data(), ldb, tb);
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n)
       ASSERT_NEAR(c[m * ldc + n], want[m * N + n], tolerance(K)) << "at " << m << ", " << n;
@@ -76,12 +77,18 @@ TEST(CpuSmallGemm, LargeProductsSplitOverThreads) {
 }
 
 // Many rows go in tiles of up to 64 rows and 64 columns, eight rows at a time; the dot-product
-// form is transposed first. Heights, widths and depths off every tile and vector size.
-TEST(CpuSmallGemm, ManyRowsInTilesBothLayouts) {
+// form is transposed first, and so is a transposed A. Heights, widths and depths off every tile
+// and vector size.
+TEST(CpuSmallGemm, ManyRowsInTilesEveryLayout) {
   std::mt19937 rng(5);
   const int64_t shapes[][3] = {{17, 5, 9}, {150, 130, 70}, {333, 67, 129}, {2048, 64, 32}};
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (const auto& s : shapes) check_direct(s[0], s[1], s[2], tb, rng, ta);
+  // Few rows of a transposed A, against both layouts of B.
   for (bool tb : {false, true})
-    for (const auto& s : shapes) check_direct(s[0], s[1], s[2], tb, rng);
+    for (int64_t M = 1; M <= cpu::kSmallGemmMaxRows; M += 5)
+      check_direct(M, 45, 257, tb, rng, true);
 }
 
 // A slot's result must not depend on how many slots share the step: every row is summed in
@@ -98,9 +105,9 @@ TEST(CpuSmallGemm, EachRowIndependentOfRowCount) {
     const auto b = uniform_values(N * K, rng);
     const int64_t ldb = tb ? K : N;
     std::vector<float> all(static_cast<size_t>(M * N)), one(static_cast<size_t>(N));
-    cpu::small_gemm_f32(M, N, K, a.data(), K, b.data(), ldb, tb, all.data(), N);
+    cpu::small_gemm_f32(M, N, K, a.data(), K, false, b.data(), ldb, tb, all.data(), N);
     for (int64_t m = 0; m < M; ++m) {
-      cpu::small_gemm_f32(1, N, K, a.data() + m * K, K, b.data(), ldb, tb, one.data(), N);
+      cpu::small_gemm_f32(1, N, K, a.data() + m * K, K, false, b.data(), ldb, tb, one.data(), N);
       for (int64_t n = 0; n < N; ++n)
         ASSERT_EQ(all[m * N + n], one[n]) << "row " << m << ", column " << n << (tb ? " (tb)" : "");
     }
@@ -136,13 +143,15 @@ TEST(CpuSmallGemm, DotGeneralDecodeProducts) {
     bool tb;
   };
   for (const Case& c : {Case{4, 900, 601, false}, Case{3, 1001, 1100, true}}) {
-    ASSERT_TRUE(cpu::small_gemm_f32_pays(c.M, c.N, c.K, c.tb)) << "the case must use the path";
+    ASSERT_TRUE(cpu::small_gemm_f32_pays(c.M, c.N, c.K, false, c.tb))
+        << "the case must use the path";
     const auto a = uniform_values(c.M * c.K, rng);
     const auto b = uniform_values(c.N * c.K, rng);
     const auto l = HostTensor::from_vector<float>(a, {c.M, c.K});
     const auto r = HostTensor::from_vector<float>(b, c.tb ? Shape{c.N, c.K} : Shape{c.K, c.N});
     const auto got = run_dot(l, r, c.tb ? 1 : 0, {c.M, c.N}).to_vector<float>();
-    const auto want = reference(c.M, c.N, c.K, a.data(), c.K, b.data(), c.tb ? c.K : c.N, c.tb);
+    const auto want =
+        reference(c.M, c.N, c.K, a.data(), c.K, false, b.data(), c.tb ? c.K : c.N, c.tb);
     for (int64_t i = 0; i < c.M * c.N; ++i)
       ASSERT_NEAR(got[i], want[i], tolerance(c.K)) << "element " << i << (c.tb ? " (E^T)" : "");
   }

@@ -321,8 +321,8 @@ void matmul(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, bool ta, c
   }
   if constexpr (std::is_same_v<A, float>) {
     // Few rows (a decode step's slots), or AVX2 BLAS kernels on an AVX-512 CPU (small_gemm.h).
-    if (!ta && small_gemm_f32_pays(M, N, K, tb)) {
-      small_gemm_f32(M, N, K, a, lda, b, ldb, tb, c, ldc);
+    if (small_gemm_f32_pays(M, N, K, ta, tb)) {
+      small_gemm_f32(M, N, K, a, lda, ta, b, ldb, tb, c, ldc);
       return;
     }
   }

@@ -47,16 +47,18 @@ CUJAX_INLINE Vec<V> load(const float* p) {
   return v;
 }
 
-// C[:, 0, NV * V) for B stored K x N (b and c already offset to the block's first column).
+// C[:, 0, NV * V) for B stored K x N (b and c already offset to the block's first column). A's
+// element (m, k) is a[m * lda + k * ak]: ak = 1 for A stored M x K, lda = 1 for A stored K x M
+// (a transposed A costs nothing here, each element being read alone).
 template <int M, int NV, int V>
-CUJAX_INLINE void nn_block(int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb,
-                           float* c, int64_t ldc) {
+CUJAX_INLINE void nn_block(int64_t K, const float* a, int64_t lda, int64_t ak, const float* b,
+                           int64_t ldb, float* c, int64_t ldc) {
   Vec<V> acc[M][NV] = {};
   for (int64_t k = 0; k < K; ++k) {
     Vec<V> bk[NV];
     for (int j = 0; j < NV; ++j) bk[j] = load<V>(b + k * ldb + j * V);
     for (int m = 0; m < M; ++m) {
-      const float am = a[m * lda + k];
+      const float am = a[m * lda + k * ak];
       for (int j = 0; j < NV; ++j) acc[m][j] += am * bk[j];
     }
   }
@@ -68,15 +70,15 @@ CUJAX_INLINE void nn_block(int64_t K, const float* a, int64_t lda, const float* 
 // get wider blocks so that enough independent sums hide the multiply-add latency.
 template <int M, int V>
 CUJAX_INLINE void nn_cols(int64_t n0, int64_t n1, int64_t K, const float* a, int64_t lda,
-                          const float* b, int64_t ldb, float* c, int64_t ldc) {
+                          int64_t ak, const float* b, int64_t ldb, float* c, int64_t ldc) {
   constexpr int NV = M <= 2 ? 4 : M <= 4 ? 2 : 1;
   int64_t n = n0;
-  for (; n + NV * V <= n1; n += NV * V) nn_block<M, NV, V>(K, a, lda, b + n, ldb, c + n, ldc);
-  for (; n + V <= n1; n += V) nn_block<M, 1, V>(K, a, lda, b + n, ldb, c + n, ldc);
+  for (; n + NV * V <= n1; n += NV * V) nn_block<M, NV, V>(K, a, lda, ak, b + n, ldb, c + n, ldc);
+  for (; n + V <= n1; n += V) nn_block<M, 1, V>(K, a, lda, ak, b + n, ldb, c + n, ldc);
   for (; n < n1; ++n) {  // the last columns, fewer than a vector
     float acc[M] = {};
     for (int64_t k = 0; k < K; ++k)
-      for (int m = 0; m < M; ++m) acc[m] += a[m * lda + k] * b[k * ldb + n];
+      for (int m = 0; m < M; ++m) acc[m] += a[m * lda + k * ak] * b[k * ldb + n];
     for (int m = 0; m < M; ++m) c[m * ldc + n] = acc[m];
   }
 }
@@ -115,13 +117,13 @@ CUJAX_INLINE void nt_cols(int64_t n0, int64_t n1, int64_t K, const float* a, int
 
 template <int V>
 CUJAX_INLINE void cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float* a, int64_t lda,
-                       const float* b, int64_t ldb, bool tb, float* c, int64_t ldc) {
-#define CUJAX_SMALL_GEMM_CASE(m)                        \
-  case m:                                               \
-    if (tb)                                             \
-      nt_cols<m, V>(n0, n1, K, a, lda, b, ldb, c, ldc); \
-    else                                                \
-      nn_cols<m, V>(n0, n1, K, a, lda, b, ldb, c, ldc); \
+                       int64_t ak, const float* b, int64_t ldb, bool tb, float* c, int64_t ldc) {
+#define CUJAX_SMALL_GEMM_CASE(m)                            \
+  case m:                                                   \
+    if (tb)                                                 \
+      nt_cols<m, V>(n0, n1, K, a, lda, b, ldb, c, ldc);     \
+    else                                                    \
+      nn_cols<m, V>(n0, n1, K, a, lda, ak, b, ldb, c, ldc); \
     return;
   switch (M) {
     CUJAX_SMALL_GEMM_CASE(1)
@@ -138,27 +140,30 @@ CUJAX_INLINE void cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float
 #undef CUJAX_SMALL_GEMM_CASE
 }
 
+// Columns [n0, n1) of C for M <= 8 rows; A's element (m, k) is a[m * lda + k * ak], with ak = 1
+// when tb.
 using ColsFn = void (*)(int64_t M, int64_t n0, int64_t n1, int64_t K, const float* a, int64_t lda,
-                        const float* b, int64_t ldb, bool tb, float* c, int64_t ldc);
+                        int64_t ak, const float* b, int64_t ldb, bool tb, float* c, int64_t ldc);
 
 void cols_baseline(int64_t M, int64_t n0, int64_t n1, int64_t K, const float* a, int64_t lda,
-                   const float* b, int64_t ldb, bool tb, float* c, int64_t ldc) {
-  cols<4>(M, n0, n1, K, a, lda, b, ldb, tb, c, ldc);
+                   int64_t ak, const float* b, int64_t ldb, bool tb, float* c, int64_t ldc) {
+  cols<4>(M, n0, n1, K, a, lda, ak, b, ldb, tb, c, ldc);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target("avx2,fma"))) void cols_avx2(int64_t M, int64_t n0, int64_t n1, int64_t K,
-                                                   const float* a, int64_t lda, const float* b,
-                                                   int64_t ldb, bool tb, float* c, int64_t ldc) {
-  cols<8>(M, n0, n1, K, a, lda, b, ldb, tb, c, ldc);
+                                                   const float* a, int64_t lda, int64_t ak,
+                                                   const float* b, int64_t ldb, bool tb, float* c,
+                                                   int64_t ldc) {
+  cols<8>(M, n0, n1, K, a, lda, ak, b, ldb, tb, c, ldc);
 }
 
 __attribute__((target("avx512f,avx512vl,fma"))) void cols_avx512(int64_t M, int64_t n0, int64_t n1,
                                                                  int64_t K, const float* a,
-                                                                 int64_t lda, const float* b,
-                                                                 int64_t ldb, bool tb, float* c,
-                                                                 int64_t ldc) {
-  cols<16>(M, n0, n1, K, a, lda, b, ldb, tb, c, ldc);
+                                                                 int64_t lda, int64_t ak,
+                                                                 const float* b, int64_t ldb,
+                                                                 bool tb, float* c, int64_t ldc) {
+  cols<16>(M, n0, n1, K, a, lda, ak, b, ldb, tb, c, ldc);
 }
 
 ColsFn pick_cols() {
@@ -214,19 +219,32 @@ bool blas_has_avx512() {
 // product of a decode or prefill step (M <= 16, weights cold as they are in a model's step),
 // and 1.4-1.6x on products with K <= 512 at any M (a training step's forward products and the
 // backward ones of its activations; the dot-product form, slower than OpenBLAS at many rows,
-// is transposed first).
-bool small_gemm_f32_pays(int64_t M, int64_t N, int64_t K, bool tb) {
+// is transposed first, and so is a transposed A). Weight gradients (K = the batch's tokens)
+// stay on OpenBLAS: with K = 2048 a tile's weights leave L1, and the loops ran at half its
+// rate.
+bool small_gemm_f32_pays(int64_t M, int64_t N, int64_t K, bool ta, bool tb) {
   if (M < 1) return false;
   if (kLoopsAvx512 && !blas_has_avx512()) return M <= kSmallGemmMaxRows || K <= kMaxDepthManyRows;
-  if (M > kSmallGemmFewRows) return false;
+  if (ta || M > kSmallGemmFewRows) return false;
   const int64_t weights = N * K;
   if (tb) return weights >= (int64_t{1} << 20);
   return weights >= (int64_t{1} << 19) || (M >= 3 && weights >= (int64_t{1} << 18));
 }
 
-void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
-                    int64_t ldb, bool tb, float* c, int64_t ldc) {
+void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, bool ta,
+                    const float* b, int64_t ldb, bool tb, float* c, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
+  // A stored K x M is read in place by the streaming form; the dot-product form loads A's rows
+  // as vectors, so there they are made once (M x K floats, against M x N x K multiply-adds).
+  std::vector<float> rows;
+  if (ta && tb && M <= kSmallGemmMaxRows) {
+    rows = transpose(K, M, a, lda);
+    a = rows.data();
+    lda = K;
+    ta = false;
+  }
+  // A's element (m, k) is a[m * a_m + k * a_k].
+  const int64_t a_m = ta ? 1 : lda, a_k = ta ? lda : 1;
   // Many rows against B stored N x K: the dot-product form reduces every column's sums across
   // a vector, so B is transposed once (N x K floats, against M x N x K multiply-adds) and the
   // rows take the streaming form.
@@ -241,7 +259,7 @@ void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda
   // the first read the tile's weights from cache.
   const auto tile = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     for (int64_t m = m0; m < m1; m += kBlockRows)
-      kCols(std::min(kBlockRows, m1 - m), n0, n1, K, a + m * lda, lda, b, ldb, tb, c + m * ldc,
+      kCols(std::min(kBlockRows, m1 - m), n0, n1, K, a + m * a_m, a_m, a_k, b, ldb, tb, c + m * ldc,
             ldc);
   };
   const int64_t col_units = (N + kUnitCols - 1) / kUnitCols;

@@ -16,13 +16,13 @@ constexpr int64_t kSmallGemmFewRows = 8;
 
 // Whether small_gemm_f32 beats cblas_sgemm for this shape (measured on the development
 // machine, docs/performance.md "batched decoding" and "Products on OpenBLAS's AVX2 kernels").
-bool small_gemm_f32_pays(int64_t M, int64_t N, int64_t K, bool tb);
+bool small_gemm_f32_pays(int64_t M, int64_t N, int64_t K, bool ta, bool tb);
 
-// C[M, N] = A[M, K] * op(B) with A row-major (row stride lda) and B stored K x N (row stride
-// ldb) or, when tb, N x K. Each element sums its K products in ascending order, so a row's
-// result does not depend on M. Splits rows and columns over the backend's threads when the
-// product is large enough.
-void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
-                    int64_t ldb, bool tb, float* c, int64_t ldc);
+// C[M, N] = op(A) * op(B) with A stored M x K (row stride lda) or, when ta, K x M, and B stored
+// K x N (row stride ldb) or, when tb, N x K. Each element sums its K products in ascending order,
+// so a row's result does not depend on M. Splits rows and columns over the backend's threads when
+// the product is large enough.
+void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, bool ta,
+                    const float* b, int64_t ldb, bool tb, float* c, int64_t ldc);
 
 }  // namespace cujax::cpu
