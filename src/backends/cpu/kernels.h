@@ -157,8 +157,9 @@ void register_elementwise_kernels(KernelRegistry& r);  // unary/binary math, com
 void register_shape_kernels(KernelRegistry& r);        // reshape, broadcast, transpose, slice, pad,
                                                        // concatenate, reverse, iota, dynamic slices
 void register_indexing_kernels(KernelRegistry& r);     // gather, scatter
-void register_reduction_kernels(KernelRegistry& r);    // reduce, reduce_window,
-                                                       // select_and_scatter, sort
+void register_reduction_kernels(KernelRegistry& r);    // reduce
+void register_window_kernels(KernelRegistry& r);       // reduce_window, select_and_scatter
+void register_sort_kernels(KernelRegistry& r);         // sort
 void register_linalg_kernels(KernelRegistry& r);       // dot_general, convolution,
                                                        // triangular_solve, cholesky
 void register_random_kernels(KernelRegistry& r);       // rng_bit_generator

@@ -295,6 +295,8 @@ std::optional<Kernel> linalg_custom_call_kernel(const ir::Operation& op) {
 
 void register_linalg_kernels(KernelRegistry& r) {
   register_dot_kernels(r);
+  register_convolution_kernels(r);
+  register_triangular_solve_kernels(r);
   r.add("stablehlo.cholesky", cholesky_kernel);
 }
 

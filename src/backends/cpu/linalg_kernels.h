@@ -24,9 +24,12 @@ namespace cujax::cpu {
 // this first.
 std::optional<Kernel> linalg_custom_call_kernel(const ir::Operation& op);
 
-// dot_general, dot, convolution and triangular_solve (dot_kernels.cpp);
-// register_linalg_kernels (kernels.h) adds them and stablehlo.cholesky.
+// dot_general and dot (dot_kernels.cpp), convolution (convolution_kernels.cpp) and
+// triangular_solve (triangular_solve_kernels.cpp); register_linalg_kernels (kernels.h) adds
+// them and stablehlo.cholesky.
 void register_dot_kernels(KernelRegistry& r);
+void register_convolution_kernels(KernelRegistry& r);
+void register_triangular_solve_kernels(KernelRegistry& r);
 
 struct LinalgCall {
   std::string where;         // the op, for messages

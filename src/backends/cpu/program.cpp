@@ -227,6 +227,8 @@ const KernelRegistry& kernel_registry() {
     register_shape_kernels(r);
     register_indexing_kernels(r);
     register_reduction_kernels(r);
+    register_window_kernels(r);
+    register_sort_kernels(r);
     register_linalg_kernels(r);
     register_random_kernels(r);
     register_collective_kernels(r);
