@@ -78,6 +78,7 @@ int64_t product(const std::vector<int64_t>& v) {
   for (int64_t x : v) p *= x;
   return p;
 }
+
 // ---------------------------------------------------------------------------------------------
 // reduce
 
@@ -324,6 +325,7 @@ Kernel reduce_kernel(const ir::Operation& op, Compiler& cc) {
     return outs;
   };
 }
+
 }  // namespace
 
 void register_reduction_kernels(KernelRegistry& r) {

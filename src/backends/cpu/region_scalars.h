@@ -612,7 +612,8 @@ class RegionFn {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Index helpers.
+// Helpers of the kernels: work per parallel task, attributes, operand checks.
+
 // Work items for parallel_for so that each holds about kChunk element steps.
 inline int64_t grain_for(int64_t work_per_item) {
   return std::max<int64_t>(1, kChunk / std::max<int64_t>(1, work_per_item));
@@ -649,7 +650,8 @@ inline std::vector<ir::Type> operand_types(const ir::Operation& op) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fast loops for single-input reductions whose body is one binary op.
+// The arithmetic of the fast loops (reduce_fast, reduce_window_fast) for single-input regions
+// that are one binary op.
 
 template <class T, bool kInFloat>
 struct Accum {

@@ -145,6 +145,7 @@ Kernel sort_kernel(const ir::Operation& op, Compiler& cc) {
     return outs;
   };
 }
+
 }  // namespace
 
 void register_sort_kernels(KernelRegistry& r) {

@@ -35,6 +35,7 @@ std::vector<int64_t> opt_ints(const ir::Operation& op, std::string_view name, si
                         " values, expected " + std::to_string(rank));
   return v;
 }
+
 // Applies a BinOp to two bit patterns of `dtype` (for the variadic and window paths).
 uint64_t apply_binop(BinOp op, DType dtype, uint64_t a, uint64_t b) {
   return visit_dtype(dtype, [&](auto tag) {
@@ -42,6 +43,7 @@ uint64_t apply_binop(BinOp op, DType dtype, uint64_t a, uint64_t b) {
     return visit_binop(op, [&](auto fn) { return to_bits(fn(from_bits<T>(a), from_bits<T>(b))); });
   });
 }
+
 // ---------------------------------------------------------------------------------------------
 // Windows (reduce_window, select_and_scatter)
 
@@ -341,6 +343,7 @@ Kernel select_and_scatter_kernel(const ir::Operation& op, Compiler& cc) {
     return std::vector<HostTensor>{out};
   };
 }
+
 }  // namespace
 
 void register_window_kernels(KernelRegistry& r) {
