@@ -650,6 +650,65 @@ inline std::vector<ir::Type> operand_types(const ir::Operation& op) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Variadic reductions (reduce, reduce_window): n inputs, n init values, and a region taking n
+// accumulators and n elements and returning n accumulators, all of the inputs' element types.
+
+inline std::shared_ptr<const RegionFn> accumulator_region(const ir::Operation& op, Compiler& cc,
+                                                          const std::vector<DType>& dtypes) {
+  const size_t n = dtypes.size();
+  auto fn = std::make_shared<const RegionFn>(op, *op.regions[0], cc, captured_values(op));
+  if (fn->arg_types().size() != 2 * n || fn->result_types().size() != n)
+    unsupported(op, "body must take " + std::to_string(2 * n) + " arguments and return " +
+                        std::to_string(n) + " values");
+  for (size_t k = 0; k < n; ++k)
+    if (fn->arg_types()[k] != dtypes[k] || fn->arg_types()[n + k] != dtypes[k] ||
+        fn->result_types()[k] != dtypes[k])
+      unsupported(op, "body types must match the element types of the inputs");
+  return fn;
+}
+
+// The kernel of a one-input reduction whose region is one binary op: fast_loop(in, out, init,
+// op) over typed pointers (reduce_fast, reduce_window_fast), for outputs of out_shape.
+template <class FastLoop>
+Kernel binop_reduction_kernel(std::string where, std::vector<ir::Type> types, Shape out_shape,
+                              BinOp bop, FastLoop fast_loop) {
+  return [=](std::span<const HostTensor> in, ExecContext&) {
+    check_inputs(where, in, types);
+    const DType dtype = types[0].dtype;
+    HostTensor out(dtype, out_shape);
+    visit_dtype(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      visit_binop(bop, [&](auto fn) {
+        fast_loop(in[0].data_as<T>(), out.data_as<T>(), *in[1].data_as<T>(), fn);
+      });
+    });
+    return std::vector<HostTensor>{out};
+  };
+}
+
+// One call's outputs (of out_shape) and, per input k, its bytes, its output's bytes, its element
+// size and its init value's bits; in[0, n) are the inputs and in[n, 2n) the init values.
+struct AccumulatorBuffers {
+  std::vector<HostTensor> outs;
+  std::vector<const std::byte*> src;
+  std::vector<std::byte*> dst;
+  std::vector<size_t> esz;
+  std::vector<uint64_t> init;
+
+  AccumulatorBuffers(std::span<const HostTensor> in, const std::vector<DType>& dtypes,
+                     const Shape& out_shape) {
+    const size_t n = dtypes.size();
+    for (size_t k = 0; k < n; ++k) {
+      outs.emplace_back(dtypes[k], out_shape);
+      src.push_back(static_cast<const std::byte*>(in[k].data()));
+      dst.push_back(static_cast<std::byte*>(outs[k].data()));
+      esz.push_back(size_of(dtypes[k]));
+      init.push_back(load_bits(static_cast<const std::byte*>(in[n + k].data()), 0, esz[k]));
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // The arithmetic of the fast loops (reduce_fast, reduce_window_fast) for single-input regions
 // that are one binary op.
 

@@ -185,48 +185,23 @@ Kernel reduce_window_kernel(const ir::Operation& op, Compiler& cc) {
   for (size_t k = 0; k < n; ++k) dtypes.push_back(types[k].dtype);
   const Shape out_shape = plan.out_shape;
 
-  if (n == 1) {
-    if (auto bop = simple_binop(*op.regions[0], dtypes[0])) {
-      return [=, bop = *bop](std::span<const HostTensor> in, ExecContext&) {
-        check_inputs(where, in, types);
-        HostTensor out(dtypes[0], out_shape);
-        visit_dtype(dtypes[0], [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          visit_binop(bop, [&](auto fn) {
-            reduce_window_fast<T>(in[0].data_as<T>(), out.data_as<T>(), *in[1].data_as<T>(), plan,
-                                  fn);
-          });
-        });
-        return std::vector<HostTensor>{out};
-      };
-    }
-  }
+  if (n == 1)
+    if (auto bop = simple_binop(*op.regions[0], dtypes[0]))
+      return binop_reduction_kernel(where, types, out_shape, *bop,
+                                    [plan](const auto* x, auto* y, auto init, auto fn) {
+                                      reduce_window_fast(x, y, init, plan, fn);
+                                    });
 
-  const auto captures = captured_values(op);
-  auto fn = std::make_shared<const RegionFn>(op, *op.regions[0], cc, captures);
-  if (fn->arg_types().size() != 2 * n || fn->result_types().size() != n)
-    unsupported(op, "body must take " + std::to_string(2 * n) + " arguments and return " +
-                        std::to_string(n) + " values");
-  for (size_t k = 0; k < n; ++k)
-    if (fn->arg_types()[k] != dtypes[k] || fn->arg_types()[n + k] != dtypes[k] ||
-        fn->result_types()[k] != dtypes[k])
-      unsupported(op, "body types must match the element types of the inputs");
+  const auto fn = accumulator_region(op, cc, dtypes);
   const size_t num_operands = op.operands.size();
   return [=](std::span<const HostTensor> in, ExecContext& ctx) {
     check_inputs(where, in, types);
     const auto caps = in.subspan(num_operands);
-    std::vector<HostTensor> outs;
-    std::vector<const std::byte*> src(n);
-    std::vector<std::byte*> dst(n);
-    std::vector<size_t> esz(n);
-    std::vector<uint64_t> init(n);
-    for (size_t k = 0; k < n; ++k) {
-      outs.emplace_back(dtypes[k], out_shape);
-      src[k] = static_cast<const std::byte*>(in[k].data());
-      dst[k] = static_cast<std::byte*>(outs[k].data());
-      esz[k] = size_of(dtypes[k]);
-      init[k] = load_bits(static_cast<const std::byte*>(in[n + k].data()), 0, esz[k]);
-    }
+    AccumulatorBuffers buffers(in, dtypes, out_shape);
+    const auto& src = buffers.src;
+    const auto& dst = buffers.dst;
+    const auto& esz = buffers.esz;
+    const auto& init = buffers.init;
     auto body = [&](int64_t b, int64_t e) {
       std::vector<uint64_t> args(2 * n), acc(n);
       for (int64_t o = b; o < e; ++o) {
@@ -245,7 +220,7 @@ Kernel reduce_window_kernel(const ir::Operation& op, Compiler& cc) {
       parallel_for(plan.num_out, grain_for(plan.window_size * 8), body);
     else
       body(0, plan.num_out);
-    return outs;
+    return std::move(buffers.outs);
   };
 }
 
