@@ -1,9 +1,9 @@
-// Few-row products: C[M, N] = A[M, K] * op(B) for M <= 8. A block of C's columns keeps all M
-// rows' sums in registers while one pass over K streams the block's weights once, so the
-// product costs about what reading B costs whatever M is. The loops are plain C++ with
-// GCC's generic vectors; they are built for AVX-512, AVX2 and the baseline
-// and picked once at load time. This file is compiled with -ffp-contract=fast (CMakeLists.txt)
-// so the multiply-adds fuse, as BLAS's do.
+// Register-blocked products: C[M, N] = op(A) * op(B) in tiles of up to 64 rows and 64 columns.
+// A block of up to eight rows keeps its sums in registers while one pass over K streams the
+// block's weights, so a few-row product costs about what reading B costs whatever M is. The
+// loops are plain C++ with GCC's generic vectors; they are built for AVX-512, AVX2 and the
+// baseline and picked once at load time. This file is compiled with -ffp-contract=fast
+// (CMakeLists.txt) so the multiply-adds fuse, as BLAS's do.
 #include "backends/cpu/small_gemm.h"
 
 #include <cblas.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/strided_copy.h"
 
 namespace cujax::cpu {
 
@@ -186,26 +187,25 @@ const bool kLoopsAvx512 = kCols == cols_avx512;
 const bool kLoopsAvx512 = false;
 #endif
 
-// Whether OpenBLAS runs its AVX-512 kernels: it picks them from the CPU when it loads, unless
-// OPENBLAS_CORETYPE names others.
-// B stored rows x cols (row stride ld) -> cols x rows, in square blocks that stay in L1.
-std::vector<float> transpose(int64_t rows, int64_t cols, const float* b, int64_t ld) {
-  constexpr int64_t kBlock = 16;
-  std::vector<float> t(static_cast<size_t>(rows * cols));
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
-    for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
-      for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
-        for (int64_t col = c0; col < std::min(cols, c0 + kBlock); ++col)
-          t[col * rows + r] = b[r * ld + col];
-  return t;
+// Whether OpenBLAS runs its AVX-512 kernels: it picked them from the CPU when it loaded (before
+// this file's statics), unless OPENBLAS_CORETYPE names others.
+bool blas_has_avx512() {
+  const std::string core = openblas_get_corename();
+  return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
 }
 
-bool blas_has_avx512() {
-  static const bool avx512 = [] {
-    const std::string core = openblas_get_corename();
-    return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
-  }();
-  return avx512;
+// AVX-512 loops against OpenBLAS's AVX2 kernels: the loops take far more products.
+const bool kLoopsAheadOfBlas = kLoopsAvx512 && !blas_has_avx512();
+
+// X stored rows x cols (row stride ld) -> cols x rows, by the backend's tiled strided copy.
+std::vector<float> transpose(int64_t rows, int64_t cols, const float* x, int64_t ld) {
+  std::vector<float> t(static_cast<size_t>(rows * cols));
+  index::StridedCopy copy;
+  copy.push(cols, 1, rows);
+  copy.push(rows, ld, 1);
+  copy.simplify();
+  run_strided_copy(copy, x, t.data(), sizeof(float));
+  return t;
 }
 
 }  // namespace
@@ -215,16 +215,16 @@ bool blas_has_avx512() {
 // M >= 3 and OpenBLAS is faster for M = 2, so the streaming pays only once B spills from L2;
 // the dot-product form (tb) pays later. Where OpenBLAS runs AVX2 kernels (OPENBLAS_CORETYPE=
 // Haswell, as the development machine sets it) and these loops AVX-512 ones, they win far more
-// often (docs/performance.md, "Products on OpenBLAS's AVX2 kernels"): 3-4x on every few-row
+// often (docs/performance.md, "products on OpenBLAS's AVX2 kernels"): 3-4x on every few-row
 // product of a decode or prefill step (M <= 16, weights cold as they are in a model's step),
 // and 1.4-1.6x on products with K <= 512 at any M (a training step's forward products and the
 // backward ones of its activations; the dot-product form, slower than OpenBLAS at many rows,
-// is transposed first, and so is a transposed A). Weight gradients (K = the batch's tokens)
-// stay on OpenBLAS: with K = 2048 a tile's weights leave L1, and the loops ran at half its
+// is transposed first, and a transposed A is read in place). Weight gradients (K = the batch's
+// tokens) stay on OpenBLAS: with K = 2048 a tile's weights leave L1, and the loops ran at half its
 // rate.
 bool small_gemm_f32_pays(int64_t M, int64_t N, int64_t K, bool ta, bool tb) {
   if (M < 1) return false;
-  if (kLoopsAvx512 && !blas_has_avx512()) return M <= kSmallGemmMaxRows || K <= kMaxDepthManyRows;
+  if (kLoopsAheadOfBlas) return M <= kSmallGemmMaxRows || K <= kMaxDepthManyRows;
   if (ta || M > kSmallGemmFewRows) return false;
   const int64_t weights = N * K;
   if (tb) return weights >= (int64_t{1} << 20);
@@ -272,10 +272,7 @@ void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda
     }
   };
   if (M * N * K < kParallelMacs) {
-    if (M <= kBlockRows)
-      tile(0, M, 0, N);
-    else
-      units(0, row_units * col_units);
+    units(0, row_units * col_units);
     return;
   }
   const int64_t unit_macs = std::min(M, kUnitRows) * K * kUnitCols;

@@ -1,7 +1,7 @@
-// Matrix products read in register-blocked tiles of up to 8 rows: each weight of a tile's
-// columns is read once for all its rows, where OpenBLAS's small-matrix sgemm costs about M
-// times its single-row time. Used for the few rows of a decode or prefill step, and for
-// untransposed products of any height when OpenBLAS runs AVX2 kernels on an AVX-512 CPU.
+// Matrix products in register-blocked tiles, eight rows' sums in registers: each weight of a
+// block's columns is read once for all its rows, where OpenBLAS's small-matrix sgemm costs about
+// M times its single-row time. Used for the few rows of a decode or prefill step and, when
+// OpenBLAS runs AVX2 kernels on an AVX-512 CPU, for every product with K <= 512 as well.
 #pragma once
 
 #include <cstdint>
