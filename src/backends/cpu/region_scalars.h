@@ -653,25 +653,39 @@ inline std::vector<ir::Type> operand_types(const ir::Operation& op) {
 // Variadic reductions (reduce, reduce_window): n inputs, n init values, and a region taking n
 // accumulators and n elements and returning n accumulators, all of the inputs' element types.
 
-inline std::shared_ptr<const RegionFn> accumulator_region(const ir::Operation& op, Compiler& cc,
-                                                          const std::vector<DType>& dtypes) {
-  const size_t n = dtypes.size();
-  auto fn = std::make_shared<const RegionFn>(op, *op.regions[0], cc, captured_values(op));
-  if (fn->arg_types().size() != 2 * n || fn->result_types().size() != n)
-    unsupported(op, "body must take " + std::to_string(2 * n) + " arguments and return " +
-                        std::to_string(n) + " values");
-  for (size_t k = 0; k < n; ++k)
-    if (fn->arg_types()[k] != dtypes[k] || fn->arg_types()[n + k] != dtypes[k] ||
-        fn->result_types()[k] != dtypes[k])
-      unsupported(op, "body types must match the element types of the inputs");
-  return fn;
+// The operand types of a reduction (reduce, reduce_window): N inputs of one shape, then N rank-0
+// init values, one result per input, all of the same element type per input, and one region.
+inline std::vector<ir::Type> reduction_operand_types(const ir::Operation& op) {
+  if (op.operands.size() < 2 || op.operands.size() % 2 != 0)
+    unsupported(op, "takes N inputs followed by N init values");
+  const size_t n = op.operands.size() / 2;
+  if (op.results.size() != n) unsupported(op, "must have one result per input");
+  if (op.regions.size() != 1) unsupported(op, "needs a body region");
+  std::vector<ir::Type> types = operand_types(op);
+  const Shape& in_shape = types[0].shape;
+  if (in_shape.size() > static_cast<size_t>(kMaxRank)) unsupported(op, "rank is too large");
+  for (size_t k = 0; k < n; ++k) {
+    if (types[k].shape != in_shape) unsupported(op, "inputs must have the same shape");
+    if (types[n + k].rank() != 0) unsupported(op, "init values must be rank-0 tensors");
+    if (types[n + k].dtype != types[k].dtype || op.result(k)->type.dtype != types[k].dtype)
+      unsupported(op, "inputs, init values and results must have the same element types");
+  }
+  return types;
+}
+
+inline void check_result_shapes(const ir::Operation& op, const Shape& out_shape) {
+  for (size_t k = 0; k < op.results.size(); ++k)
+    if (op.result(k)->type.shape != out_shape)
+      unsupported(op, "result " + std::to_string(k) + " is " + op.result(k)->type.str() +
+                          ", expected shape " + shape_to_string(out_shape));
 }
 
 // The kernel of a one-input reduction whose region is one binary op: fast_loop(in, out, init,
 // op) over typed pointers (reduce_fast, reduce_window_fast), for outputs of out_shape.
 template <class FastLoop>
-Kernel binop_reduction_kernel(std::string where, std::vector<ir::Type> types, Shape out_shape,
+Kernel binop_reduction_kernel(const ir::Operation& op, std::vector<ir::Type> types, Shape out_shape,
                               BinOp bop, FastLoop fast_loop) {
+  const std::string where = op.where();
   return [=](std::span<const HostTensor> in, ExecContext&) {
     check_inputs(where, in, types);
     const DType dtype = types[0].dtype;
@@ -686,27 +700,64 @@ Kernel binop_reduction_kernel(std::string where, std::vector<ir::Type> types, Sh
   };
 }
 
-// One call's outputs (of out_shape) and, per input k, its bytes, its output's bytes, its element
-// size and its init value's bits; in[0, n) are the inputs and in[n, 2n) the init values.
-struct AccumulatorBuffers {
-  std::vector<HostTensor> outs;
-  std::vector<const std::byte*> src;
-  std::vector<std::byte*> dst;
-  std::vector<size_t> esz;
-  std::vector<uint64_t> init;
-
-  AccumulatorBuffers(std::span<const HostTensor> in, const std::vector<DType>& dtypes,
-                     const Shape& out_shape) {
-    const size_t n = dtypes.size();
+// The kernel of a reduction whose region runs as a RegionFn, for outputs of out_shape (num_out
+// elements). Output o folds, from the init values, the elements that for_each_element(o, visit)
+// visits in order: visit(valid, offset) takes the inputs' elements at `offset`, or the init
+// values where !valid (a window's padding).
+template <class ForEachElement>
+Kernel region_reduction_kernel(const ir::Operation& op, Compiler& cc, std::vector<ir::Type> types,
+                               Shape out_shape, int64_t num_out, int64_t elements_per_output,
+                               ForEachElement for_each_element) {
+  // types: the n inputs', then the n init values'.
+  const size_t n = types.size() / 2;
+  std::vector<DType> dtypes;
+  for (size_t k = 0; k < n; ++k) dtypes.push_back(types[k].dtype);
+  auto fn = std::make_shared<const RegionFn>(op, *op.regions[0], cc, captured_values(op));
+  if (fn->arg_types().size() != 2 * n || fn->result_types().size() != n)
+    unsupported(op, "body must take " + std::to_string(2 * n) + " arguments and return " +
+                        std::to_string(n) + " values");
+  for (size_t k = 0; k < n; ++k)
+    if (fn->arg_types()[k] != dtypes[k] || fn->arg_types()[n + k] != dtypes[k] ||
+        fn->result_types()[k] != dtypes[k])
+      unsupported(op, "body types must match the element types of the inputs");
+  const std::string where = op.where();
+  const size_t num_operands = op.operands.size();
+  return [=](std::span<const HostTensor> in, ExecContext& ctx) {
+    check_inputs(where, in, types);
+    const auto caps = in.subspan(num_operands);
+    std::vector<HostTensor> outs;
+    std::vector<const std::byte*> src(n);
+    std::vector<std::byte*> dst(n);
+    std::vector<size_t> esz(n);
+    std::vector<uint64_t> init(n);
     for (size_t k = 0; k < n; ++k) {
       outs.emplace_back(dtypes[k], out_shape);
-      src.push_back(static_cast<const std::byte*>(in[k].data()));
-      dst.push_back(static_cast<std::byte*>(outs[k].data()));
-      esz.push_back(size_of(dtypes[k]));
-      init.push_back(load_bits(static_cast<const std::byte*>(in[n + k].data()), 0, esz[k]));
+      src[k] = static_cast<const std::byte*>(in[k].data());
+      dst[k] = static_cast<std::byte*>(outs[k].data());
+      esz[k] = size_of(dtypes[k]);
+      init[k] = load_bits(static_cast<const std::byte*>(in[n + k].data()), 0, esz[k]);
     }
-  }
-};
+    auto body = [&](int64_t b, int64_t e) {
+      std::vector<uint64_t> args(2 * n), acc(n);
+      for (int64_t o = b; o < e; ++o) {
+        acc = init;
+        for_each_element(o, [&](bool valid, int64_t off) {
+          for (size_t k = 0; k < n; ++k) {
+            args[k] = acc[k];
+            args[n + k] = valid ? load_bits(src[k], off, esz[k]) : init[k];
+          }
+          fn->call(args.data(), acc.data(), ctx, caps);
+        });
+        for (size_t k = 0; k < n; ++k) store_bits(dst[k], o, esz[k], acc[k]);
+      }
+    };
+    if (fn->thread_safe())
+      parallel_for(num_out, grain_for(elements_per_output * 8), body);
+    else
+      body(0, num_out);
+    return outs;
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // The arithmetic of the fast loops (reduce_fast, reduce_window_fast) for single-input regions

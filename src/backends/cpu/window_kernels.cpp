@@ -153,21 +153,9 @@ void reduce_window_fast(const T* in, T* out, T init, const WindowPlan& p, Op op)
 }
 
 Kernel reduce_window_kernel(const ir::Operation& op, Compiler& cc) {
-  if (op.operands.size() < 2 || op.operands.size() % 2 != 0)
-    unsupported(op, "takes N inputs followed by N init values");
-  const size_t n = op.operands.size() / 2;
-  if (op.results.size() != n) unsupported(op, "must have one result per input");
-  if (op.regions.size() != 1) unsupported(op, "needs a body region");
-  const std::vector<ir::Type> types = operand_types(op);
+  const std::vector<ir::Type> types = reduction_operand_types(op);
   const Shape in_shape = types[0].shape;
   const size_t rank = in_shape.size();
-  if (rank > static_cast<size_t>(kMaxRank)) unsupported(op, "rank is too large");
-  for (size_t k = 0; k < n; ++k) {
-    if (types[k].shape != in_shape) unsupported(op, "inputs must have the same shape");
-    if (types[n + k].rank() != 0) unsupported(op, "init values must be rank-0 tensors");
-    if (types[n + k].dtype != types[k].dtype || op.result(k)->type.dtype != types[k].dtype)
-      unsupported(op, "inputs, init values and results must have the same element types");
-  }
   const auto window = required_ints(op, "window_dimensions");
   if (window.size() != rank)
     unsupported(op, "`window_dimensions` must have one value per dimension");
@@ -176,52 +164,18 @@ Kernel reduce_window_kernel(const ir::Operation& op, Compiler& cc) {
   const auto wdil = opt_ints(op, "window_dilations", rank, 1);
   const auto padding = opt_ints(op, "padding", 2 * rank, 0);
   const WindowPlan plan = make_window_plan(op, in_shape, window, strides, bdil, wdil, padding);
-  for (size_t k = 0; k < n; ++k)
-    if (op.result(k)->type.shape != plan.out_shape)
-      unsupported(op, "result " + std::to_string(k) + " is " + op.result(k)->type.str() +
-                          ", expected shape " + shape_to_string(plan.out_shape));
-  const std::string where = op.where();
-  std::vector<DType> dtypes;
-  for (size_t k = 0; k < n; ++k) dtypes.push_back(types[k].dtype);
-  const Shape out_shape = plan.out_shape;
+  check_result_shapes(op, plan.out_shape);
 
-  if (n == 1)
-    if (auto bop = simple_binop(*op.regions[0], dtypes[0]))
-      return binop_reduction_kernel(where, types, out_shape, *bop,
+  if (types.size() == 2)  // one input
+    if (auto bop = simple_binop(*op.regions[0], types[0].dtype))
+      return binop_reduction_kernel(op, types, plan.out_shape, *bop,
                                     [plan](const auto* x, auto* y, auto init, auto fn) {
                                       reduce_window_fast(x, y, init, plan, fn);
                                     });
 
-  const auto fn = accumulator_region(op, cc, dtypes);
-  const size_t num_operands = op.operands.size();
-  return [=](std::span<const HostTensor> in, ExecContext& ctx) {
-    check_inputs(where, in, types);
-    const auto caps = in.subspan(num_operands);
-    AccumulatorBuffers buffers(in, dtypes, out_shape);
-    const auto& src = buffers.src;
-    const auto& dst = buffers.dst;
-    const auto& esz = buffers.esz;
-    const auto& init = buffers.init;
-    auto body = [&](int64_t b, int64_t e) {
-      std::vector<uint64_t> args(2 * n), acc(n);
-      for (int64_t o = b; o < e; ++o) {
-        acc = init;
-        for_each_window_element(plan, o, [&](bool valid, int64_t off) {
-          for (size_t k = 0; k < n; ++k) {
-            args[k] = acc[k];
-            args[n + k] = valid ? load_bits(src[k], off, esz[k]) : init[k];
-          }
-          fn->call(args.data(), acc.data(), ctx, caps);
-        });
-        for (size_t k = 0; k < n; ++k) store_bits(dst[k], o, esz[k], acc[k]);
-      }
-    };
-    if (fn->thread_safe())
-      parallel_for(plan.num_out, grain_for(plan.window_size * 8), body);
-    else
-      body(0, plan.num_out);
-    return std::move(buffers.outs);
-  };
+  return region_reduction_kernel(
+      op, cc, types, plan.out_shape, plan.num_out, plan.window_size,
+      [plan](int64_t o, const auto& visit) { for_each_window_element(plan, o, visit); });
 }
 
 // select_and_scatter: each source element goes to the operand element its window selects
