@@ -1,4 +1,4 @@
-// The host's f32 exp and tanh (ew::fast) against libm in double rounded once to f32: the
+// The host's f32 exp, tanh and log (ew::fast) against libm in double rounded once to f32: the
 // generic path they replace. Every result within one ULP, nearly all identical, and the special
 // values exact.
 #include <gtest/gtest.h>
@@ -62,6 +62,16 @@ TEST(FastMath, TanhWithinOneUlpOfLibm) {
       ew::Tanh{}, [](double x) { return std::tanh(x); }, 1e-30f, 1e-3f);
 }
 
+TEST(FastMath, LogWithinOneUlpOfLibm) {
+  auto log = [](double x) { return std::log(x); };
+  check_against(ew::Log{}, log, 0.5f, 2.0f);
+  check_against(ew::Log{}, log, 0.999f, 1.001f);  // ln x near 0: relative accuracy kept
+  check_against(ew::Log{}, log, 1e-7f, 90.0f);    // the Gumbel noise's -ln(-ln u)
+  check_against(ew::Log{}, log, 1e-3f, 3e38f);
+  // Denormal inputs, normal as doubles.
+  check_against(ew::Log{}, log, std::numeric_limits<float>::denorm_min(), 1e-38f);
+}
+
 // f32 expm1 takes XLA's e^x (Cephes' f32 polynomial) minus 1 where 0.5 <= |x| <= 80, so that
 // results match XLA's (conformance file sin_complex64_20_20 checks that); it stays within an ULP
 // of the true value there (one of e^x, where e^x - 1 may be half its size), and is libm's double
@@ -96,6 +106,16 @@ TEST(FastMath, SpecialValues) {
   EXPECT_TRUE(std::isnan(ew::apply(ew::Tanh{}, nan)));
   const float tiny = std::numeric_limits<float>::denorm_min();
   EXPECT_EQ(ew::apply(ew::Tanh{}, tiny), tiny);
+  EXPECT_EQ(ew::apply(ew::Log{}, 1.0f), 0.0f);
+  EXPECT_EQ(ew::apply(ew::Log{}, 0.0f), -inf);
+  EXPECT_EQ(ew::apply(ew::Log{}, -0.0f), -inf);
+  EXPECT_EQ(ew::apply(ew::Log{}, inf), inf);
+  EXPECT_EQ(ew::apply(ew::Log{}, tiny), static_cast<float>(std::log(static_cast<double>(tiny))));
+  EXPECT_EQ(ew::apply(ew::Log{}, std::numeric_limits<float>::max()),
+            static_cast<float>(std::log(static_cast<double>(std::numeric_limits<float>::max()))));
+  EXPECT_TRUE(std::isnan(ew::apply(ew::Log{}, -1.0f)));
+  EXPECT_TRUE(std::isnan(ew::apply(ew::Log{}, -inf)));
+  EXPECT_TRUE(std::isnan(ew::apply(ew::Log{}, nan)));
 }
 
 }  // namespace

@@ -288,7 +288,9 @@ std::optional<Kernel> linalg_custom_call_kernel(const ir::Operation& op) {
       phys_out.push_back(HostTensor(out_dtypes[i], out_shapes[i]));
     body(phys_in, phys_out);
     for (size_t i = 0; i < out_shapes.size(); ++i)
-      results.push_back(relayout(phys_out[i], out_layouts[i], false));
+      results.push_back(is_row_major(out_layouts[i])
+                            ? std::move(phys_out[i])
+                            : relayout(phys_out[i], out_layouts[i], false));
     return results;
   });
 }

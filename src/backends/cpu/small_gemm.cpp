@@ -28,8 +28,10 @@ constexpr int64_t kBlockRows = 8;
 constexpr int64_t kUnitRows = 64;
 // Depth up to which a unit's weights (kUnitCols x K floats, 128 KiB) stay in L2 for many rows.
 constexpr int64_t kMaxDepthManyRows = 512;
-// Multiply-adds below which the product stays on the calling thread.
-constexpr int64_t kParallelMacs = int64_t{1} << 18;
+// Multiply-adds below which the product stays on the calling thread: about 30 us of work at
+// the loops' rate, as long as waking a sleeping pool worker can take on a busy VM. At 2^18 a
+// decode step's products at 4 slots (4 x 128 x 512) were split, and each waited for the worker.
+constexpr int64_t kParallelMacs = int64_t{1} << 20;
 
 #define CUJAX_INLINE [[gnu::always_inline]] inline
 
@@ -67,12 +69,24 @@ CUJAX_INLINE void nn_block(int64_t K, const float* a, int64_t lda, int64_t ak, c
     for (int j = 0; j < NV; ++j) std::memcpy(c + m * ldc + j * V, &acc[m][j], sizeof acc[m][j]);
 }
 
-// Columns [n0, n1) of C, B stored K x N. V is the vector width in floats; rows with few slots
-// get wider blocks so that enough independent sums hide the multiply-add latency.
+// Vectors of B per block for M rows: the widest of 4, 2 and 1 whose M x NV sums, NV vectors of
+// B and a broadcast of A fit in the vector registers (32 with AVX-512, 16 below), so that enough
+// independent sums hide the multiply-add latency and each row of B is read in long runs (a
+// step's weights come from L3 or memory: 4 rows in blocks of 4 vectors took 30-40% less time
+// than in blocks of 2).
+template <int M, int V>
+constexpr int kBlockVectors = [] {
+  constexpr int regs = V == 16 ? 32 : 16;
+  for (int nv : {4, 2})
+    if ((M + 1) * nv + 2 <= regs) return nv;
+  return 1;
+}();
+
+// Columns [n0, n1) of C, B stored K x N. V is the vector width in floats.
 template <int M, int V>
 CUJAX_INLINE void nn_cols(int64_t n0, int64_t n1, int64_t K, const float* a, int64_t lda,
                           int64_t ak, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  constexpr int NV = M <= 2 ? 4 : M <= 4 ? 2 : 1;
+  constexpr int NV = kBlockVectors<M, V>;
   int64_t n = n0;
   for (; n + NV * V <= n1; n += NV * V) nn_block<M, NV, V>(K, a, lda, ak, b + n, ldb, c + n, ldc);
   for (; n + V <= n1; n += V) nn_block<M, 1, V>(K, a, lda, ak, b + n, ldb, c + n, ldc);
