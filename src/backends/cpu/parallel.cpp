@@ -62,12 +62,15 @@ class ThreadPool {
     if (wake) cv_.notify_one();
   }
   int size() const { return static_cast<int>(workers_.size()); }
+  bool any_spinning() const { return spinning_.load(std::memory_order_relaxed) > 0; }
 
  private:
   void work() {
     in_parallel_region = true;
     for (;;) {
+      spinning_.fetch_add(1, std::memory_order_relaxed);
       spin_until([this] { return queued_.load(std::memory_order_acquire) > 0; }, kSpin);
+      spinning_.fetch_sub(1, std::memory_order_relaxed);
       std::function<void()> task;
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -87,6 +90,7 @@ class ThreadPool {
   std::deque<std::function<void()>> tasks_;
   std::atomic<size_t> queued_{0};  // tasks_.size(), for spinning without the lock
   int sleepers_ = 0;               // workers waiting on cv_
+  std::atomic<int> spinning_{0};   // workers polling queued_, which take a task within microseconds
   std::vector<std::thread> workers_;
   bool stopping_ = false;
 };
@@ -102,6 +106,10 @@ ThreadPool& pool() {
 
 int num_threads() {
   return pool().size() + 1;
+}
+
+bool worker_awake() {
+  return pool().any_spinning();
 }
 
 namespace {

@@ -12,4 +12,9 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 
 int num_threads();
 
+// Whether a pool worker is polling for work now. Handing a chunk to one that sleeps waits for its
+// wake-up (10-50 us on a VM, more when the cores are busy), longer than a small loop takes whole:
+// such loops split only onto a worker that is awake.
+bool worker_awake();
+
 }  // namespace cujax::cpu

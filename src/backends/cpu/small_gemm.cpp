@@ -28,10 +28,13 @@ constexpr int64_t kBlockRows = 8;
 constexpr int64_t kUnitRows = 64;
 // Depth up to which a unit's weights (kUnitCols x K floats, 128 KiB) stay in L2 for many rows.
 constexpr int64_t kMaxDepthManyRows = 512;
-// Multiply-adds below which the product stays on the calling thread: about 30 us of work at
-// the loops' rate, as long as waking a sleeping pool worker can take on a busy VM. At 2^18 a
-// decode step's products at 4 slots (4 x 128 x 512) were split, and each waited for the worker.
-constexpr int64_t kParallelMacs = int64_t{1} << 20;
+// Multiply-adds below which the product stays on the calling thread, and below which it is
+// split only onto a pool worker that is awake: up to about 30 us of work at the loops' rate, as
+// long as waking a sleeping worker can take on a busy VM. A decode step's products at 4 slots
+// (4 x 128 x 512) gain from an awake worker, and lose the wake-up when a server's threads keep
+// the other core.
+constexpr int64_t kParallelMacs = int64_t{1} << 18;
+constexpr int64_t kParallelMacsAsleep = int64_t{1} << 20;
 
 #define CUJAX_INLINE [[gnu::always_inline]] inline
 
@@ -285,7 +288,8 @@ void small_gemm_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda
            std::min(N, (n + 1) * kUnitCols));
     }
   };
-  if (M * N * K < kParallelMacs) {
+  const int64_t macs = M * N * K;
+  if (macs < kParallelMacs || (macs < kParallelMacsAsleep && !worker_awake())) {
     units(0, row_units * col_units);
     return;
   }
