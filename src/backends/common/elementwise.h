@@ -17,7 +17,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 
 #include "cujax/core/half.h"
@@ -360,12 +359,12 @@ inline float apply(const Tanh&, float x) {
   return static_cast<float>(fast::tanh(x));
 }
 inline float apply(const Log&, float x) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
+  // Builtins, not <limits>: NVRTC compiles this header without the standard library's headers.
+  constexpr float kInf = __builtin_inff();
   const float y = static_cast<float>(fast::log(x > 0 && x < kInf ? x : 1.0f));
   // Selected, not branched on, so that the loop vectorizes: ln 0 = -inf, ln inf = inf, NaN for
   // x < 0 and NaN.
-  const float special =
-      x == 0 ? -kInf : (x == kInf ? kInf : std::numeric_limits<float>::quiet_NaN());
+  const float special = x == 0 ? -kInf : (x == kInf ? kInf : __builtin_nanf(""));
   return x > 0 && x < kInf ? y : (x != x ? x : special);
 }
 #endif
