@@ -1,6 +1,7 @@
 // `cujax bench serve`: the HTTP server in-process on loopback, driven by closed-loop
-// httplib::Client threads for a fixed time, once with --max-batch slots and once with one slot:
-// streamed /v1/completions (time to first text and per output token) or /v1/generate.
+// httplib::Client threads for a fixed time against a server with --max-batch slots and one with a
+// single slot, taking turns: streamed /v1/completions (time to first text and per output token)
+// or /v1/generate.
 #include <httplib.h>
 
 #include <algorithm>
@@ -91,78 +92,102 @@ int get_status(httplib::Client& client, const std::string& path) {
   return res ? res->status : -1;
 }
 
-Figures run(models::TransformerLM& model, const State& params, int64_t max_batch, int64_t clients,
-            double seconds, int64_t max_tokens, bool completions) {
-  serve::Engine engine(model, params, max_batch, /*max_queue=*/clients);
-  HttpServer server(engine, HttpOptions{});
-  const int port = server.listen("127.0.0.1", 0);
-  httplib::Client probe("127.0.0.1", port);
-  // The order is ours here, so this is a check, not a race: 503 until start() returns.
-  if (get_status(probe, "/healthz") != 503)
-    throw Error("bench serve: /healthz not 503 at start-up");
-  engine.start();
-  if (get_status(probe, "/healthz") != 200) throw Error("bench serve: /healthz not 200 when ready");
-  const int64_t compiles = global_compile_count();
+// An engine with max_batch slots behind the HTTP server on loopback, started (compiled).
+struct Served {
+  Served(models::TransformerLM& model, const State& params, int64_t max_batch, int64_t clients)
+      : engine(model, params, max_batch, /*max_queue=*/clients), server(engine, HttpOptions{}) {
+    port = server.listen("127.0.0.1", 0);
+    httplib::Client probe("127.0.0.1", port);
+    // The order is ours here, so this is a check, not a race: 503 until start() returns.
+    if (get_status(probe, "/healthz") != 503)
+      throw Error("bench serve: /healthz not 503 at start-up");
+    engine.start();
+    if (get_status(probe, "/healthz") != 200)
+      throw Error("bench serve: /healthz not 200 when ready");
+  }
+  ~Served() {
+    server.begin_shutdown();
+    engine.drain();
+    server.stop();
+  }
+  serve::Engine engine;
+  HttpServer server;
+  int port = 0;
+};
 
-  std::vector<std::vector<double>> latencies(clients), ttfts(clients), tpots(clients);
-  std::vector<int64_t> tokens(clients, 0), e5xx(clients, 0), other(clients, 0);
+// Every request's sample of one server's turns, and the time they took.
+struct Samples {
+  std::vector<double> latencies, ttfts, tpots;
+  int64_t tokens = 0, errors_5xx = 0, other_errors = 0;
+  double seconds = 0;
+};
+
+// One turn: `clients` closed-loop clients against the server for `seconds`; returns its tok/s.
+double turn(const Served& served, int64_t clients, double seconds, int64_t max_tokens,
+            bool completions, Samples& all) {
+  std::vector<Samples> per(clients);
   const auto t0 = clock::now();
   const auto end = t0 + std::chrono::duration<double>(seconds);
   std::vector<std::thread> threads;
   for (int64_t c = 0; c < clients; ++c)
     threads.emplace_back([&, c] {
-      httplib::Client client("127.0.0.1", port);
+      httplib::Client client("127.0.0.1", served.port);
       client.set_read_timeout(600, 0);
+      Samples& mine = per[c];
       while (clock::now() < end) {
         const Sample s = completions ? post_completion(client, max_tokens, c)
                                      : post_generate(client, max_tokens, c);
         if (s.status == 200) {
-          latencies[c].push_back(s.ms);
-          tokens[c] += s.tokens;
+          mine.latencies.push_back(s.ms);
+          mine.tokens += s.tokens;
           if (completions) {
-            ttfts[c].push_back(s.ttft_ms);
-            if (s.tokens > 1) tpots[c].push_back((s.ms - s.ttft_ms) / double(s.tokens - 1));
+            mine.ttfts.push_back(s.ttft_ms);
+            if (s.tokens > 1) mine.tpots.push_back((s.ms - s.ttft_ms) / double(s.tokens - 1));
           }
         } else if (s.status >= 500) {
-          ++e5xx[c];
+          ++mine.errors_5xx;
         } else {
-          ++other[c];
+          ++mine.other_errors;
         }
       }
     });
   for (auto& t : threads) t.join();
   const double elapsed = std::chrono::duration<double>(clock::now() - t0).count();
-  if (global_compile_count() != compiles) throw Error("bench serve: compiled while serving");
-  server.begin_shutdown();
-  engine.drain();
-  server.stop();
+  int64_t tokens = 0;
+  for (const Samples& m : per) {
+    all.latencies.insert(all.latencies.end(), m.latencies.begin(), m.latencies.end());
+    all.ttfts.insert(all.ttfts.end(), m.ttfts.begin(), m.ttfts.end());
+    all.tpots.insert(all.tpots.end(), m.tpots.begin(), m.tpots.end());
+    tokens += m.tokens;
+    all.errors_5xx += m.errors_5xx;
+    all.other_errors += m.other_errors;
+  }
+  all.tokens += tokens;
+  all.seconds += elapsed;
+  return static_cast<double>(tokens) / elapsed;
+}
 
+Figures figures(Samples s, const serve::EngineStats& stats) {
   Figures f;
-  const serve::EngineStats stats = engine.stats();
   int64_t slot_steps = 0;
   for (size_t b = 0; b < stats.batch_sizes.size(); ++b)
     slot_steps += static_cast<int64_t>(b) * stats.batch_sizes[b];
   if (stats.steps > 0) f.mean_batch = static_cast<double>(slot_steps) / stats.steps;
-  std::vector<double> all, ttft, tpot;
-  int64_t total_tokens = 0;
-  for (int64_t c = 0; c < clients; ++c) {
-    all.insert(all.end(), latencies[c].begin(), latencies[c].end());
-    ttft.insert(ttft.end(), ttfts[c].begin(), ttfts[c].end());
-    tpot.insert(tpot.end(), tpots[c].begin(), tpots[c].end());
-    total_tokens += tokens[c];
-    f.errors_5xx += e5xx[c];
-    f.other_errors += other[c];
+  f.errors_5xx = s.errors_5xx;
+  f.other_errors = s.other_errors;
+  std::sort(s.latencies.begin(), s.latencies.end());
+  f.requests = static_cast<int64_t>(s.latencies.size());
+  if (s.seconds > 0) {
+    f.requests_per_s = static_cast<double>(f.requests) / s.seconds;
+    f.tokens_per_s = static_cast<double>(s.tokens) / s.seconds;
   }
-  std::sort(all.begin(), all.end());
-  f.requests = static_cast<int64_t>(all.size());
-  f.requests_per_s = static_cast<double>(all.size()) / elapsed;
-  f.tokens_per_s = static_cast<double>(total_tokens) / elapsed;
-  if (!all.empty()) {
-    f.p50_ms = all[all.size() / 2];
-    f.p99_ms = all[std::min(all.size() - 1, static_cast<size_t>(0.99 * all.size()))];
+  if (!s.latencies.empty()) {
+    f.p50_ms = s.latencies[s.latencies.size() / 2];
+    f.p99_ms = s.latencies[std::min(s.latencies.size() - 1,
+                                    static_cast<size_t>(0.99 * s.latencies.size()))];
   }
-  if (!ttft.empty()) f.ttft_p50_ms = median_of(ttft);
-  if (!tpot.empty()) f.tpot_p50_ms = median_of(tpot);
+  if (!s.ttfts.empty()) f.ttft_p50_ms = median_of(s.ttfts);
+  if (!s.tpots.empty()) f.tpot_p50_ms = median_of(s.tpots);
   return f;
 }
 
@@ -175,7 +200,8 @@ int bench_serve(const std::vector<std::string>& argv) {
        {{"model", "DIR", "a cujax train --out folder (default: a randomly initialised --config)"},
         {"config", "NAME", "model config when no --model is given (default: tiny)"},
         {"clients", "C", "concurrent clients (default: 4)"},
-        {"seconds", "S", "seconds per measurement (default: 5)"},
+        {"seconds", "S", "seconds per server (default: 5)"},
+        {"rounds", "R", "turns per server, S/R seconds each, the two alternating (default: 5)"},
         {"max-tokens", "N", "tokens per request (default: 32)"},
         {"max-batch", "B", "the batched server's batch, at least 2 (default: 4)"},
         {"endpoint", "completions|generate", "the API measured (default: completions)"},
@@ -186,6 +212,7 @@ int bench_serve(const std::vector<std::string>& argv) {
   const ProfileOption profile(args);
   const int64_t clients = args.integer("clients", 4, 1);
   const double seconds = args.number("seconds", 5, 0.1);
+  const int64_t rounds = args.integer("rounds", 5, 1);
   const int64_t max_tokens = args.integer("max-tokens", 32, 1);
   const int64_t max_batch = args.integer("max-batch", 4, 2);
   const std::string endpoint = args.string("endpoint", "completions");
@@ -210,15 +237,30 @@ int bench_serve(const std::vector<std::string>& argv) {
   }
   std::printf(
       "cujax bench serve: model %s (%s, max_len %lld) on %s, %lld closed-loop clients for %.1f s "
-      "each, %s, prompt \"The model\", max_tokens %lld, temperature 0.8\n",
+      "each in %lld turns, %s, prompt \"The model\", max_tokens %lld, temperature 0.8\n",
       args.has("model") ? args.string("model", "").c_str() : m.config.name.c_str(),
       args.has("model") ? "trained" : "random init", static_cast<long long>(m.config.max_len),
-      platform.c_str(), static_cast<long long>(clients), seconds,
+      platform.c_str(), static_cast<long long>(clients), seconds, static_cast<long long>(rounds),
       completions ? "streamed POST /v1/completions" : "POST /v1/generate",
       static_cast<long long>(max_tokens));
-  const Figures batched =
-      run(*m.model, m.params, max_batch, clients, seconds, max_tokens, completions);
-  const Figures single = run(*m.model, m.params, 1, clients, seconds, max_tokens, completions);
+  // Both servers are compiled first, then take turns: on a shared machine whose speed drifts,
+  // each round's gain compares two turns a few seconds apart, and their median is robust to a
+  // disturbed round.
+  Served batched_server(*m.model, m.params, max_batch, clients);
+  Served single_server(*m.model, m.params, 1, clients);
+  const int64_t compiles = global_compile_count();
+  Samples batched_samples, single_samples;
+  std::vector<double> gains;
+  for (int64_t r = 0; r < rounds; ++r) {
+    const double b = turn(batched_server, clients, seconds / static_cast<double>(rounds),
+                          max_tokens, completions, batched_samples);
+    const double s = turn(single_server, clients, seconds / static_cast<double>(rounds), max_tokens,
+                          completions, single_samples);
+    if (s > 0) gains.push_back(b / s);
+  }
+  if (global_compile_count() != compiles) throw Error("bench serve: compiled while serving");
+  const Figures batched = figures(batched_samples, batched_server.engine.stats());
+  const Figures single = figures(single_samples, single_server.engine.stats());
   std::printf("%-14s %9s %8s %8s %8s %8s %9s %9s %5s %6s\n", "", "requests", "req/s", "tok/s",
               "p50 ms", "p99 ms", "TTFT ms", "TPOT ms", "5xx", "batch");
   const auto line = [completions](const std::string& name, const Figures& f) {
@@ -236,6 +278,8 @@ int bench_serve(const std::vector<std::string>& argv) {
   if (single.tokens_per_s > 0)
     std::printf("batching gain (tok/s, max-batch %lld over 1): %.2fx\n",
                 static_cast<long long>(max_batch), batched.tokens_per_s / single.tokens_per_s);
+  if (gains.size() > 1)
+    std::printf("batching gain per round (median of %zu): %.2fx\n", gains.size(), median_of(gains));
   const int64_t bad =
       batched.errors_5xx + single.errors_5xx + batched.other_errors + single.other_errors;
   if (bad > 0) std::printf("FAILED: %lld requests did not get 200\n", static_cast<long long>(bad));
