@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/elementwise_ops.h"
 #include "backends/cpu/kernels.h"
 
 namespace cujax::cpu::regions {
@@ -216,23 +217,23 @@ T s_abs(T a) {
   }
 }
 
-enum class Dir : uint8_t { EQ, NE, GE, GT, LE, LT };
+using ew::CompareDirection;
 enum class CmpKind : uint8_t { Float, TotalOrder, Signed, Unsigned };
 
 template <class X>
-bool ordered(X a, X b, Dir d) {
+bool ordered(X a, X b, CompareDirection d) {
   switch (d) {
-    case Dir::EQ:
+    case CompareDirection::EQ:
       return a == b;
-    case Dir::NE:
+    case CompareDirection::NE:
       return a != b;
-    case Dir::GE:
+    case CompareDirection::GE:
       return a >= b;
-    case Dir::GT:
+    case CompareDirection::GT:
       return a > b;
-    case Dir::LE:
+    case CompareDirection::LE:
       return a <= b;
-    case Dir::LT:
+    case CompareDirection::LT:
       return a < b;
   }
   return false;
@@ -249,7 +250,7 @@ auto total_order_key(T v) {
 }
 
 template <class T>
-bool s_compare(T a, T b, Dir d, CmpKind k) {
+bool s_compare(T a, T b, CompareDirection d, CmpKind k) {
   if constexpr (is_fp_v<T>) {
     if (k == CmpKind::TotalOrder) return ordered(total_order_key(a), total_order_key(b), d);
     using F = std::conditional_t<is_half_v<T>, float, T>;
@@ -267,16 +268,6 @@ bool s_compare(T a, T b, Dir d, CmpKind k) {
   }
 }
 
-inline std::optional<Dir> dir_from_name(std::string_view s) {
-  if (s == "EQ") return Dir::EQ;
-  if (s == "NE") return Dir::NE;
-  if (s == "GE") return Dir::GE;
-  if (s == "GT") return Dir::GT;
-  if (s == "LE") return Dir::LE;
-  if (s == "LT") return Dir::LT;
-  return std::nullopt;
-}
-
 inline CmpKind default_cmp_kind(DType t) {
   if (is_float(t)) return CmpKind::Float;
   if (is_signed_int(t)) return CmpKind::Signed;
@@ -284,11 +275,11 @@ inline CmpKind default_cmp_kind(DType t) {
 }
 
 // Direction and compare type of a stablehlo.compare op; nullopt when malformed.
-inline std::optional<std::pair<Dir, CmpKind>> compare_attrs(const ir::Operation& op,
-                                                            DType operand) {
+inline std::optional<std::pair<CompareDirection, CmpKind>> compare_attrs(const ir::Operation& op,
+                                                                         DType operand) {
   const ir::Attribute* d = op.attr("comparison_direction");
   if (!d || d->kind != ir::Attribute::Kind::Enum) return std::nullopt;
-  auto dir = dir_from_name(d->enum_value);
+  auto dir = parse_compare_direction(d->enum_value);
   if (!dir) return std::nullopt;
   CmpKind kind = default_cmp_kind(operand);
   if (const ir::Attribute* t = op.attr("compare_type")) {
@@ -469,7 +460,7 @@ class ScalarProgram {
   struct Ins {
     Code code = Code::Const;
     DType dtype = DType::F32;
-    Dir dir = Dir::EQ;
+    CompareDirection dir = CompareDirection::EQ;
     CmpKind kind = CmpKind::Float;
     int a = 0, b = 0, c = 0, out = 0;
     uint64_t imm = 0;

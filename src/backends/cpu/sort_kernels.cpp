@@ -25,7 +25,7 @@ using namespace regions;
 
 // A comparator that is one strict compare of the first operand pair: (dir, kind, swapped).
 struct SimpleComparator {
-  Dir dir;
+  CompareDirection dir;
   CmpKind kind;
 };
 
@@ -42,10 +42,11 @@ std::optional<SimpleComparator> simple_comparator(const ir::Region& region, DTyp
   const ir::Value* rhs = b.arguments[1].get();
   if (lhs->type != ir::Type::tensor({}, dtype) || rhs->type != lhs->type) return std::nullopt;
   auto attrs = compare_attrs(cmp, dtype);
-  if (!attrs || (attrs->first != Dir::LT && attrs->first != Dir::GT)) return std::nullopt;
-  Dir dir = attrs->first;
+  if (!attrs || (attrs->first != CompareDirection::LT && attrs->first != CompareDirection::GT))
+    return std::nullopt;
+  CompareDirection dir = attrs->first;
   if (cmp.operands[0] == rhs && cmp.operands[1] == lhs)
-    dir = dir == Dir::LT ? Dir::GT : Dir::LT;
+    dir = dir == CompareDirection::LT ? CompareDirection::GT : CompareDirection::LT;
   else if (cmp.operands[0] != lhs || cmp.operands[1] != rhs)
     return std::nullopt;
   return SimpleComparator{dir, attrs->second};
